@@ -1,0 +1,171 @@
+"""Build a tiny random-weight Qwen3-VL checkpoint offline, deterministically from a seed.
+
+It is an ordinary Hugging Face checkpoint folder (config, safetensors, tokenizer, image
+processor, chat template): the same ``from_pretrained`` code that loads Qwen3-VL-8B loads it.
+Its weights are random; it exists so that the whole stack runs end to end on a CPU in seconds.
+
+    python -m agent.tiny_qwen3_vl OUT_DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import (
+    PreTrainedTokenizerFast,
+    Qwen2VLImageProcessorPil,
+    Qwen3VLConfig,
+    Qwen3VLForConditionalGeneration,
+)
+
+SPECIAL_TOKENS = [
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+]
+# Plain added tokens: tool-calling and thinking markers stay single tokens, as in real Qwen.
+ADDED_TOKENS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>", "</think>"]
+VOCAB_SIZE = 1024
+PATCH_SIZE = 16
+MERGE_SIZE = 2
+
+# A small corpus so common prompt words get their own merges (shorter sequences, faster tests).
+_CORPUS = [
+    "Select the correct option from the following options: A. B. C. D. E.",
+    "Reference Context: Summary Captions Image 1: Image 2: Text to image Image to image Conclusion",
+    "Based on the above, the correct answer is A B C D. Let's analyze these images first:",
+    "Which image shows the larger red green blue yellow circle square triangle? How many objects?",
+    '<tool_call>\n{"name": "crop", "arguments": {"image_index": 0, "box": [0, 0, 32, 32]}}\n</tool_call>',
+    "<think>I should look closer at the image.</think><answer>B</answer>",
+    "You may call one or more functions to assist with the user query. # Tools <tools></tools>",
+    "zoom rotate flip search photos metadata filter view query answer error the a of in is to",
+    "0 1 2 3 4 5 6 7 8 9 10 100 [1, 2, 3] {\"type\": \"object\", \"properties\": {}}",
+]
+
+
+def _chat_template() -> str:
+    # TRL ships the exact Qwen3-VL template; TRL recognises it by identity for tool calling
+    # and swaps in its generation-tagged training version for assistant-only loss.
+    import trl
+
+    return (Path(trl.__file__).parent / "chat_templates" / "qwen3_vl.jinja").read_text(encoding="utf-8")
+
+
+def build_tokenizer() -> PreTrainedTokenizerFast:
+    tok = Tokenizer(models.BPE(unk_token=None, byte_fallback=False))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB_SIZE - len(SPECIAL_TOKENS) - len(ADDED_TOKENS),
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(_CORPUS * 4, trainer=trainer)
+    wrapped = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        padding_side="left",
+        model_max_length=32768,
+    )
+    wrapped.add_tokens(ADDED_TOKENS)
+    wrapped.chat_template = _chat_template()
+    return wrapped
+
+
+def build_config(tokenizer: PreTrainedTokenizerFast) -> Qwen3VLConfig:
+    ids = tokenizer.convert_tokens_to_ids
+    return Qwen3VLConfig(
+        text_config={
+            "vocab_size": len(tokenizer),
+            "hidden_size": 64,
+            "intermediate_size": 128,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "max_position_embeddings": 4096,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [4, 2, 2],
+                                "mrope_interleaved": True},
+            "tie_word_embeddings": False,
+            "bos_token_id": None,
+            "eos_token_id": ids("<|im_end|>"),
+            "pad_token_id": ids("<|endoftext|>"),
+        },
+        vision_config={
+            "depth": 2,
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_heads": 2,
+            "patch_size": PATCH_SIZE,
+            "spatial_merge_size": MERGE_SIZE,
+            "temporal_patch_size": 2,
+            "out_hidden_size": 64,
+            "num_position_embeddings": 64,
+            "deepstack_visual_indexes": [1],
+        },
+        image_token_id=ids("<|image_pad|>"),
+        video_token_id=ids("<|video_pad|>"),
+        vision_start_token_id=ids("<|vision_start|>"),
+        vision_end_token_id=ids("<|vision_end|>"),
+        tie_word_embeddings=False,
+    )
+
+
+def build_image_processor() -> Qwen2VLImageProcessorPil:
+    unit = PATCH_SIZE * MERGE_SIZE  # one LM token per 32x32 pixels
+    return Qwen2VLImageProcessorPil(
+        patch_size=PATCH_SIZE,
+        merge_size=MERGE_SIZE,
+        temporal_patch_size=2,
+        size={"shortest_edge": 4 * unit * unit, "longest_edge": 16 * unit * unit},
+    )
+
+
+def build_tiny_qwen3_vl(out_dir: str | Path, seed: int = 0) -> Path:
+    """Write the tiny checkpoint to ``out_dir`` and return the folder.
+
+    >>> import tempfile
+    >>> d = build_tiny_qwen3_vl(tempfile.mkdtemp())
+    >>> sorted(p.name for p in d.iterdir())[:3]
+    ['chat_template.jinja', 'config.json', 'generation_config.json']
+    """
+    from agent.models import LookcloserQwen3VLProcessor
+
+    out_dir = Path(out_dir)
+    tokenizer = build_tokenizer()
+    config = build_config(tokenizer)
+    torch.manual_seed(seed)
+    model = Qwen3VLForConditionalGeneration(config).eval()
+    processor = LookcloserQwen3VLProcessor(
+        image_processor=build_image_processor(), tokenizer=tokenizer, chat_template=tokenizer.chat_template
+    )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir.with_name(out_dir.name + ".tmp")
+    model.save_pretrained(tmp)
+    processor.save_pretrained(tmp)
+    # Rename into place last so a half-written build never looks finished to another process.
+    for item in tmp.iterdir():
+        item.replace(out_dir / item.name)
+    tmp.rmdir()
+    return out_dir
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out_dir")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    print(build_tiny_qwen3_vl(args.out_dir, seed=args.seed))
+
+
+if __name__ == "__main__":
+    main()

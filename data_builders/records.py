@@ -1,0 +1,167 @@
+"""The one record schema: reading, validating and locating the images of data-set records.
+
+Every builder, trainer and eval loader reports bad input the same way: a ``RecordError``
+naming the file, the record id and the field. Image paths are resolved inside their data root
+and checked (exists, decodes, not a decompression bomb) before anything trains on them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+# Matches MIR's interleaved placeholders: "<image>" and the numbered "<image1>" form.
+IMAGE_PLACEHOLDER = re.compile(r"<image\d*>")
+MIR_REQUIRED_FIELDS = ("question", "options", "images", "summary", "caption", "text2img", "img2img", "conclusion")
+# Far above any benchmark image (TIR-Bench's largest is 6944x9280 = 64 Mpx), far below a bomb.
+DEFAULT_MAX_PIXELS = 100_000_000
+
+
+class RecordError(ValueError):
+    """A bad record: says which file, which record and which field, and why."""
+
+    def __init__(self, source: str | Path, record_id: object, field: str | None, reason: str):
+        self.source, self.record_id, self.field, self.reason = str(source), record_id, field, reason
+        where = f"{self.source}: record {record_id!r}"
+        if field:
+            where += f", field {field!r}"
+        super().__init__(f"{where}: {reason}")
+
+
+def record_id(record: object, index: int) -> object:
+    """The id a message names a record by: its own id field, else its position in the file.
+
+    >>> record_id({"id": "mir_7"}, 3), record_id({"question": "?"}, 3)
+    ('mir_7', '#3')
+    """
+    if isinstance(record, dict):
+        for key in ("id", "query_id", "question_id", "uid"):
+            if record.get(key) not in (None, ""):
+                return record[key]
+    return f"#{index}"
+
+
+def read_json_records(path: str | Path) -> list[dict]:
+    """Read a JSON list (MIR, TIR-Bench) or a JSONL file of objects, with clear errors."""
+    path = Path(path)
+    if not path.is_file():
+        raise RecordError(path, None, None, "data file not found")
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".jsonl":
+        return list(iter_jsonl(path, text))
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise RecordError(path, None, None, f"not valid JSON ({err})") from err
+    if not isinstance(data, list):
+        raise RecordError(path, None, None, f"expected a JSON list of records, got {type(data).__name__}")
+    return data
+
+
+def iter_jsonl(path: str | Path, text: str | None = None) -> Iterator[dict]:
+    path = Path(path)
+    if text is None:
+        if not path.is_file():
+            raise RecordError(path, None, None, "data file not found")
+        text = path.read_text(encoding="utf-8")
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield json.loads(line)
+        except json.JSONDecodeError as err:
+            raise RecordError(path, f"line {lineno}", None, f"not valid JSON ({err})") from err
+
+
+def validate_mir_record(record: object, source: str | Path, index: int) -> dict:
+    """Check one MIR record against the schema (spec §1); return it unchanged or raise RecordError.
+
+    >>> validate_mir_record({"id": "x", "question": "<image> and <image>?", "images": ["a.png"],
+    ...     "options": ["A. a"], "summary": "s", "caption": "c", "text2img": "t", "img2img": "i",
+    ...     "conclusion": "A"}, "mir.json", 0)
+    Traceback (most recent call last):
+    ...
+    data_builders.records.RecordError: mir.json: record 'x', field 'images': the question has 2 <image> placeholders but 'images' lists 1 images
+    """
+    rid = record_id(record, index)
+    if not isinstance(record, dict):
+        raise RecordError(source, rid, None, f"expected an object, got {type(record).__name__}")
+    for field in MIR_REQUIRED_FIELDS:
+        if field not in record or record[field] is None:
+            raise RecordError(source, rid, field, "missing required field")
+    for field in ("question", "summary", "text2img", "img2img", "conclusion"):
+        if not isinstance(record[field], str) or not record[field].strip():
+            raise RecordError(source, rid, field, "must be a non-empty string")
+    if "reasoning" in record and record["reasoning"] is not None and not isinstance(record["reasoning"], str):
+        raise RecordError(source, rid, "reasoning", "must be a string when present")
+    images = record["images"]
+    if not isinstance(images, list) or not images or not all(isinstance(p, str) and p for p in images):
+        raise RecordError(source, rid, "images", "must be a non-empty list of relative image paths")
+    options = record["options"]
+    if isinstance(options, dict):
+        if not options or not all(isinstance(k, str) and isinstance(v, str) for k, v in options.items()):
+            raise RecordError(source, rid, "options", "a dict of options must map letters to strings")
+    elif not isinstance(options, list) or not options or not all(isinstance(o, str) for o in options):
+        raise RecordError(source, rid, "options", "must be a non-empty list of strings or a dict")
+    caption = record["caption"]
+    if isinstance(caption, list):
+        if not all(isinstance(c, str) for c in caption):
+            raise RecordError(source, rid, "caption", "a list of captions must hold strings")
+    elif not isinstance(caption, str):
+        raise RecordError(source, rid, "caption", "must be a string or a list of strings")
+    n_placeholders = len(IMAGE_PLACEHOLDER.findall(record["question"]))
+    if n_placeholders != len(images):
+        raise RecordError(
+            source, rid, "images",
+            f"the question has {n_placeholders} <image> placeholders but 'images' lists {len(images)} images",
+        )
+    return record
+
+
+def resolve_image_path(root: str | Path, relative: str, *, source: str | Path = "", rid: object = None,
+                       field: str = "images") -> Path:
+    """Resolve a data-set image path inside its root, refusing escapes (``..``, absolute, symlinks out).
+
+    >>> resolve_image_path("/data", "../etc/passwd", source="x.json", rid=1)
+    Traceback (most recent call last):
+    ...
+    data_builders.records.RecordError: x.json: record 1, field 'images': image path '../etc/passwd' leaves the data root /data
+    """
+    root_path = Path(root).resolve()
+    candidate = (root_path / relative).resolve()
+    if candidate != root_path and root_path not in candidate.parents:
+        raise RecordError(source, rid, field, f"image path {relative!r} leaves the data root {root_path}")
+    return candidate
+
+
+def check_image(path: Path, *, source: str | Path = "", rid: object = None, field: str = "images",
+                max_pixels: int = DEFAULT_MAX_PIXELS) -> tuple[int, int]:
+    """Make sure an image exists, decodes and is not a decompression bomb; return (width, height)."""
+    from PIL import Image
+
+    if not path.is_file():
+        raise RecordError(source, rid, field, f"image file not found: {path}")
+    try:
+        with Image.open(path) as img:
+            width, height = img.size
+            if width * height > max_pixels:
+                raise RecordError(source, rid, field, f"image {path} has {width}x{height} pixels, over {max_pixels}")
+            img.verify()
+    except RecordError:
+        raise
+    except Exception as err:  # PIL raises many types for broken files
+        raise RecordError(source, rid, field, f"image {path} does not decode ({type(err).__name__}: {err})") from err
+    return width, height
+
+
+def load_image(path: Path, *, source: str | Path = "", rid: object = None, field: str = "images"):
+    """Open an already-checked image as RGB (a second decode is the price of verify())."""
+    from PIL import Image
+
+    try:
+        with Image.open(path) as img:
+            return img.convert("RGB")
+    except Exception as err:
+        raise RecordError(source, rid, field, f"image {path} does not decode ({type(err).__name__}: {err})") from err

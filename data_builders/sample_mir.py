@@ -1,0 +1,166 @@
+"""Generate the bundled MIR-format sample: small images whose content decides the answer.
+
+Deterministic from the seed. Four question families (16 records each by default): the colour
+of a shape, which of two images holds the red shape, which of two images holds the bigger
+circle, and how many squares an image holds. Every record has the five annotated steps.
+
+    python -m data_builders.sample_mir data/mir_sample
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from pathlib import Path
+
+from PIL import Image, ImageDraw
+
+SIZE = 64
+COLOURS = {"red": (220, 30, 30), "green": (30, 170, 60), "blue": (40, 70, 220), "yellow": (235, 200, 20)}
+SHAPES = ("circle", "square", "triangle")
+LETTERS = "ABCD"
+
+
+def _canvas() -> Image.Image:
+    return Image.new("RGB", (SIZE, SIZE), (245, 245, 245))
+
+
+def _draw_shape(draw: ImageDraw.ImageDraw, shape: str, box: tuple[int, int, int, int], fill) -> None:
+    x0, y0, x1, y1 = box
+    if shape == "circle":
+        draw.ellipse(box, fill=fill)
+    elif shape == "square":
+        draw.rectangle(box, fill=fill)
+    else:
+        draw.polygon([((x0 + x1) // 2, y0), (x1, y1), (x0, y1)], fill=fill)
+
+
+def _centered_box(rng: random.Random, size: int) -> tuple[int, int, int, int]:
+    x0 = rng.randint(2, SIZE - size - 2)
+    y0 = rng.randint(2, SIZE - size - 2)
+    return (x0, y0, x0 + size, y0 + size)
+
+
+def _steps(summary: str, captions: list[str], text2img: str, img2img: str, letter: str) -> dict:
+    return {"summary": summary, "caption": captions, "text2img": text2img, "img2img": img2img, "conclusion": letter}
+
+
+def _colour_record(rng: random.Random, i: int, out: Path) -> dict:
+    colour = rng.choice(list(COLOURS))
+    shape = rng.choice(SHAPES)
+    img = _canvas()
+    _draw_shape(ImageDraw.Draw(img), shape, _centered_box(rng, rng.randint(24, 40)), COLOURS[colour])
+    rel = f"colour/{i:03d}.png"
+    img.save(out / rel)
+    letter = LETTERS[list(COLOURS).index(colour)]
+    return {
+        "images": [rel],
+        "question": f"What colour is the {shape} in <image>?",
+        "options": [f"{letter_}. {name}" for letter_, name in zip(LETTERS, COLOURS)],
+        **_steps(f"I need to name the colour of the {shape}.", [f"A {colour} {shape} on a light background."],
+                 f"The {shape} in the question is the only shape in image 1.",
+                 "There is a single image, so no cross-image relation is needed.", letter),
+    }
+
+
+def _which_red_record(rng: random.Random, i: int, out: Path) -> dict:
+    red_index = rng.randint(0, 1)
+    other = rng.choice([c for c in COLOURS if c != "red"])
+    shape = rng.choice(SHAPES)
+    rels, captions = [], []
+    for k in range(2):
+        colour = "red" if k == red_index else other
+        img = _canvas()
+        _draw_shape(ImageDraw.Draw(img), shape, _centered_box(rng, rng.randint(24, 40)), COLOURS[colour])
+        rel = f"which_red/{i:03d}_{k + 1}.png"
+        img.save(out / rel)
+        rels.append(rel)
+        captions.append(f"A {colour} {shape}.")
+    letter = "AB"[red_index]
+    return {
+        "images": rels,
+        "question": f"One {shape} is red. Is it in <image> or in <image>?",
+        "options": {"A": "the first image", "B": "the second image"},
+        **_steps(f"I need to find which image holds the red {shape}.", captions,
+                 f"Each image holds one {shape}.",
+                 f"Only image {red_index + 1} has a red {shape}; the other is {other}.", letter),
+    }
+
+
+def _bigger_record(rng: random.Random, i: int, out: Path) -> dict:
+    big, small = rng.randint(40, 56), rng.randint(10, 20)
+    bigger_index = rng.randint(0, 1)
+    colour = rng.choice(list(COLOURS))
+    rels, captions = [], []
+    for k in range(2):
+        size = big if k == bigger_index else small
+        img = _canvas()
+        _draw_shape(ImageDraw.Draw(img), "circle", _centered_box(rng, size), COLOURS[colour])
+        rel = f"bigger/{i:03d}_{k + 1}.png"
+        img.save(out / rel)
+        rels.append(rel)
+        captions.append(f"A {'large' if size == big else 'small'} {colour} circle.")
+    letter = "AB"[bigger_index]
+    return {
+        "images": rels,
+        "question": "Which image holds the bigger circle, <image> or <image>?",
+        "options": ["A. The first image.", "B. The second image."],
+        **_steps("I need to compare the circle sizes across the two images.", captions,
+                 "Each image holds one circle.",
+                 f"The circle in image {bigger_index + 1} covers more of the frame than the other.", letter),
+        "reasoning": f"Both images have the same size, so the larger circle is the one in image {bigger_index + 1}.",
+    }
+
+
+def _count_record(rng: random.Random, i: int, out: Path) -> dict:
+    count = rng.randint(1, 4)
+    img = _canvas()
+    draw = ImageDraw.Draw(img)
+    cells = rng.sample([(0, 0), (1, 0), (0, 1), (1, 1)], count)
+    for cx, cy in cells:
+        x0, y0 = 6 + cx * 32 + rng.randint(0, 4), 6 + cy * 32 + rng.randint(0, 4)
+        draw.rectangle((x0, y0, x0 + 16, y0 + 16), fill=COLOURS["blue"])
+    rel = f"count/{i:03d}.png"
+    img.save(out / rel)
+    letter = LETTERS[count - 1]
+    return {
+        "images": [rel],
+        "question": "How many blue squares are there in <image>?",
+        "options": ["A. 1", "B. 2", "C. 3", "D. 4"],
+        **_steps("I need to count the blue squares.", [f"{count} blue square{'s' if count > 1 else ''} in a 2x2 grid."],
+                 "All squares in the question are in image 1.",
+                 "There is a single image, so no cross-image relation is needed.",
+                 f"There are {count} squares, so the correct answer is {letter}." if i % 2 else letter),
+    }
+
+
+FAMILIES = {"colour": _colour_record, "which_red": _which_red_record, "bigger": _bigger_record, "count": _count_record}
+
+
+def generate_sample(out_dir: str | Path, per_family: int = 16, seed: int = 0) -> Path:
+    """Write ``all_data_rel.json`` and its images under ``out_dir``; return the JSON path."""
+    out = Path(out_dir)
+    rng = random.Random(seed)
+    records = []
+    for family, make in FAMILIES.items():
+        (out / family).mkdir(parents=True, exist_ok=True)
+        for i in range(per_family):
+            record = make(rng, i, out)
+            records.append({"id": f"{family}_{i:03d}", "subtask": family, **record})
+    path = out / "all_data_rel.json"
+    path.write_text(json.dumps(records, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out_dir")
+    parser.add_argument("--per-family", type=int, default=16)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    print(generate_sample(args.out_dir, args.per_family, args.seed))
+
+
+if __name__ == "__main__":
+    main()
