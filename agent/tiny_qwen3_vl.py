@@ -133,8 +133,9 @@ def build_image_processor() -> Qwen2VLImageProcessorPil:
 def build_tiny_qwen3_vl(out_dir: str | Path, seed: int = 0) -> Path:
     """Write the tiny checkpoint to ``out_dir`` and return the folder.
 
-    >>> import tempfile
-    >>> d = build_tiny_qwen3_vl(tempfile.mkdtemp())
+    >>> import contextlib, io, tempfile
+    >>> with contextlib.redirect_stdout(io.StringIO()):  # DeepSpeed's first import prints to stdout
+    ...     d = build_tiny_qwen3_vl(tempfile.mkdtemp())
     >>> sorted(p.name for p in d.iterdir())[:3]
     ['chat_template.jinja', 'config.json', 'generation_config.json']
     """

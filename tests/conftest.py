@@ -1,0 +1,36 @@
+"""Shared fixtures: the tiny model (built once per session), the bundled sample, shared/ data."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE_MIR = REPO / "data" / "mir_sample" / "all_data_rel.json"
+# shared/ sits beside the repo checkout (locally and in CI).
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+os.environ.setdefault("WANDB_MODE", "disabled")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing in the tests may reach a hub
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    from agent.tiny_qwen3_vl import build_tiny_qwen3_vl
+
+    return build_tiny_qwen3_vl(tmp_path_factory.mktemp("tiny") / "tiny-qwen3-vl")
+
+
+@pytest.fixture(scope="session")
+def sample_mir() -> Path:
+    return SAMPLE_MIR
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.skip("shared/data is not beside this checkout")
+    return SHARED_DATA

@@ -1,0 +1,140 @@
+"""Supervised fine-tuning of a vision-language model on staged MIR (or any TRL-conversational) data.
+
+    accelerate launch train/sft.py recipes/mir_stage1.yaml
+    accelerate launch --config_file accelerate_configs/zero3.yaml train/sft.py recipes/mir_stage1.yaml \
+        --model_name_or_path Qwen/Qwen3-VL-8B-Instruct --dataset_path /data/MIR/all_data_rel.json \
+        --images_root /data/MIR/images
+
+The recipe names the model the way one names any checkpoint: a hub id, a local folder, or the
+reserved ``lookcloser/tiny-qwen3-vl`` (a tiny random Qwen3-VL built offline on first use).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from trl import ModelConfig, ScriptArguments, SFTConfig, get_peft_config
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class SFTScriptArguments(ScriptArguments):
+    """Where the data comes from. ``dataset_path`` covers local files; ``dataset_name`` a hub id."""
+
+    dataset_path: str | None = field(
+        default=None,
+        metadata={"help": "An MIR JSON file (converted to the chosen stage on the fly), a folder written by "
+                          "`python -m data_builders` (save_to_disk), or a parquet/JSONL file of SFT records."},
+    )
+    images_root: str | None = field(
+        default=None, metadata={"help": "Root that MIR image paths are relative to (default: the JSON's folder)."}
+    )
+    mir_stage: int = field(default=1, metadata={"help": "MIR curriculum stage 0-4 when dataset_path is MIR JSON."})
+    faithful_upstream: bool = field(
+        default=False, metadata={"help": "Reproduce upstream MIR preprocessing, img2img leak included."}
+    )
+    max_train_samples: int | None = field(default=None, metadata={"help": "Keep only the first N records."})
+
+
+def load_sft_dataset(script_args: SFTScriptArguments):
+    """Resolve the recipe's data settings to a ``datasets.Dataset`` of SFT records."""
+    from datasets import load_dataset, load_from_disk
+
+    from data_builders.mir import mir_sft_dataset
+    from data_builders.records import RecordError
+
+    if script_args.dataset_path:
+        path = Path(script_args.dataset_path)
+        if path.is_dir():
+            dataset = load_from_disk(str(path))
+        elif path.suffix == ".json":
+            dataset = mir_sft_dataset(path, script_args.images_root, stage=script_args.mir_stage,
+                                      faithful_upstream=script_args.faithful_upstream)
+        elif path.suffix in (".parquet", ".jsonl"):
+            dataset = load_dataset(path.suffix.lstrip(".").replace("jsonl", "json"), data_files=str(path))["train"]
+        else:
+            raise RecordError(path, None, None, "data file not found" if not path.exists()
+                              else "expected an MIR .json, a .parquet/.jsonl file or a saved dataset folder")
+    elif script_args.dataset_name:  # the user asked for a hub dataset by name
+        dataset = load_dataset(script_args.dataset_name, name=script_args.dataset_config)
+        dataset = dataset[script_args.dataset_train_split]
+    else:
+        raise ValueError("set `dataset_path` (local data) or `dataset_name` (a hub data set) in the recipe")
+    if script_args.max_train_samples:
+        dataset = dataset.select(range(min(script_args.max_train_samples, len(dataset))))
+    return dataset
+
+
+def build_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, model_args: ModelConfig):
+    """Model, processor and data as the recipe says, in a TRL SFTTrainer (tests inspect it too)."""
+    from trl import SFTTrainer
+
+    from agent.models import load_processor, resolve_model_path
+
+    # Model: a hub id, a local folder, or the reserved tiny name (built offline, cached).
+    model_path = resolve_model_path(model_args.model_name_or_path)
+    training_args.model_init_kwargs = {
+        "dtype": model_args.dtype or "float32",
+        "attn_implementation": model_args.attn_implementation,
+        "revision": model_args.model_revision,
+        **(training_args.model_init_kwargs or {}),
+    }
+    processor = load_processor(model_path, revision=model_args.model_revision)
+
+    # Data: staged MIR records (or ready SFT records), images decoded on access.
+    dataset = load_sft_dataset(script_args)
+    logger.info("training on %d records from %s", len(dataset), script_args.dataset_path or script_args.dataset_name)
+
+    # Vision datasets keep their image columns; TRL's collator turns them into pixel values.
+    training_args.remove_unused_columns = False
+    return SFTTrainer(
+        model=model_path,
+        args=training_args,
+        train_dataset=dataset,
+        processing_class=processor,
+        peft_config=get_peft_config(model_args),
+    )
+
+
+def main(script_args: SFTScriptArguments, training_args: SFTConfig, model_args: ModelConfig) -> str:
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
+    if training_args.report_to and "wandb" in training_args.report_to:
+        os.environ.setdefault("WANDB_PROJECT", "lookcloser")
+
+    trainer = build_trainer(script_args, training_args, model_args)
+    result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    trainer.log_metrics("train", result.metrics)
+    trainer.save_metrics("train", result.metrics)
+    trainer.save_state()
+
+    # Under ZeRO-3 saving is collective: every rank must call it.
+    trainer.save_model(training_args.output_dir)
+    if trainer.accelerator.is_main_process:
+        trainer.processing_class.save_pretrained(training_args.output_dir)
+    trainer.accelerator.wait_for_everyone()
+    trainer.accelerator.print(f"Checkpoint saved to {Path(training_args.output_dir).resolve()}")
+    trainer.end()
+    return training_args.output_dir
+
+
+def parse_args(argv: list[str] | None = None):
+    from train.recipes import parse_recipe
+
+    return parse_recipe((SFTScriptArguments, SFTConfig, ModelConfig), argv)
+
+
+if __name__ == "__main__":
+    try:
+        main(*parse_args())
+    except ValueError as err:  # RecordError and RecipeError are ValueErrors: one clear line, no traceback
+        from data_builders.records import RecordError
+        from train.recipes import RecipeError
+
+        if isinstance(err, (RecordError, RecipeError)):
+            sys.exit(f"error: {err}")
+        raise
