@@ -62,3 +62,18 @@ def test_sft_lowers_the_loss_and_saves_a_reloadable_checkpoint(tiny_model_dir, t
     model = load_model(out)
     assert model.config.model_type == "qwen3_vl"
     assert (tmp_path / "out" / "processor_config.json").exists()
+
+
+def test_wandb_offline_logging_when_asked(tiny_model_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    main(*_args(tiny_model_dir, tmp_path, "--max_steps", "2", "--logging_steps", "1", "--report_to", "wandb"))
+    runs = list((tmp_path / "wandb").glob("offline-run-*"))
+    assert len(runs) == 1 and list(runs[0].glob("*.wandb")), "an offline W&B run with its log file"
+
+
+def test_no_wandb_unless_asked(tiny_model_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
+    main(*_args(tiny_model_dir, tmp_path, "--max_steps", "1"))
+    assert not (tmp_path / "wandb").exists()
