@@ -1,0 +1,203 @@
+"""Text helpers shared by the scorers: completion text, answer blocks, boxed content.
+
+Every helper is total (never raises on a str) and cheap: they use ``str.rfind`` from the end
+of the text, since a final answer sits at the end and responses can be long.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+_THINK_CLOSE = "</think>"
+_TAGS = {tag: (f"<{tag}>", f"</{tag}>") for tag in ("answer", "conclusion", "think")}
+
+
+def message_text(content: Any) -> str:
+    """Text of a chat message ``content``: a str, or a list of ``{"type": "text"}`` blocks.
+
+    Non-text blocks (images) are skipped; text blocks are joined with newlines.
+
+    >>> message_text([{"type": "image"}, {"type": "text", "text": "B"}])
+    'B'
+    >>> message_text(None)
+    ''
+    """
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict) and isinstance(block.get("text"), str) \
+                    and block.get("type", "text") == "text":
+                parts.append(block["text"])
+        return "\n".join(parts)
+    if isinstance(content, dict):
+        return message_text([content])
+    return ""
+
+
+def completion_text(completion: Any) -> str:
+    """Text a reward is computed on: the string, or the LAST assistant message's text.
+
+    >>> completion_text("Answer: B")
+    'Answer: B'
+    >>> completion_text([{"role": "assistant", "content": "x"},
+    ...                  {"role": "tool", "content": "y"},
+    ...                  {"role": "assistant", "content": [{"type": "text", "text": "z"}]}])
+    'z'
+    """
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, dict):
+        return message_text(completion.get("content"))
+    if isinstance(completion, (list, tuple)):
+        for message in reversed(completion):
+            if isinstance(message, dict) and message.get("role", "assistant") == "assistant":
+                return message_text(message.get("content"))
+        return ""
+    if isinstance(completion, bytes):
+        return completion.decode("utf-8", "replace")
+    return ""
+
+
+def after_think(text: str) -> str:
+    """The part after the last ``</think>`` when it holds anything, else the whole text.
+
+    >>> after_think("<think>A or B?</think> Answer: B")
+    ' Answer: B'
+    >>> after_think("<think>Answer: B</think>")
+    '<think>Answer: B</think>'
+    """
+    cut = text.rfind(_THINK_CLOSE)
+    if cut >= 0:
+        tail = text[cut + len(_THINK_CLOSE):]
+        if tail.strip():
+            return tail
+    return text
+
+
+def last_tag_block(text: str, tag: str) -> tuple[str, int] | None:
+    """Content and start offset of the last ``<tag>…</tag>`` (an unclosed last one runs to the end).
+
+    >>> last_tag_block("<answer>A</answer> then <answer> B </answer>", "answer")
+    (' B ', 32)
+    >>> last_tag_block("no block", "answer") is None
+    True
+    """
+    open_tag, close_tag = _TAGS.get(tag) or (f"<{tag}>", f"</{tag}>")
+    start = text.rfind(open_tag)
+    if start < 0:
+        return None
+    body_start = start + len(open_tag)
+    end = text.find(close_tag, body_start)
+    return (text[body_start:] if end < 0 else text[body_start:end]), body_start
+
+
+def all_tag_blocks(text: str, tag: str, limit: int = 64) -> list[str]:
+    """Contents of every closed ``<tag>…</tag>`` block (at most ``limit``).
+
+    >>> all_tag_blocks("<answer>A</answer><answer>B</answer>", "answer")
+    ['A', 'B']
+    """
+    open_tag, close_tag = f"<{tag}>", f"</{tag}>"
+    blocks: list[str] = []
+    pos = 0
+    while len(blocks) < limit:
+        start = text.find(open_tag, pos)
+        if start < 0:
+            break
+        end = text.find(close_tag, start)
+        if end < 0:
+            break
+        blocks.append(text[start + len(open_tag):end])
+        pos = end + len(close_tag)
+    return blocks
+
+
+def _balanced_from(text: str, open_brace: int) -> str | None:
+    """Content of the ``{…}`` group opening at ``open_brace``; None when unbalanced."""
+    depth = 0
+    for i in range(open_brace, min(len(text), open_brace + 4000)):
+        ch = text[i]
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return text[open_brace + 1:i]
+    return None
+
+
+def last_boxed(text: str) -> tuple[str, int] | None:
+    """Content and offset of the last balanced ``\\boxed{…}`` (or ``\\fbox{…}``).
+
+    >>> last_boxed(r"try \\boxed{1} then \\boxed{\\frac{1}{2}}")
+    ('\\\\frac{1}{2}', 19)
+    """
+    pos = len(text)
+    for _ in range(16):  # skip at most a few unbalanced boxes from the end
+        start = max(text.rfind("\\boxed{", 0, pos), text.rfind("\\fbox{", 0, pos))
+        if start < 0:
+            return None
+        brace = text.find("{", start)
+        inner = _balanced_from(text, brace)
+        if inner is not None:
+            return inner, start
+        pos = start
+    return None
+
+
+def all_boxed(text: str, limit: int = 64) -> list[str]:
+    """Contents of every balanced ``\\boxed{…}`` in order (at most ``limit``).
+
+    >>> all_boxed(r"\\boxed{A} and \\boxed{B}")
+    ['A', 'B']
+    """
+    found: list[str] = []
+    pos = 0
+    while len(found) < limit:
+        start = text.find("\\boxed{", pos)
+        if start < 0:
+            break
+        inner = _balanced_from(text, start + 6)
+        if inner is not None:
+            found.append(inner)
+        pos = start + 7
+    return found
+
+
+_MARKUP_CHARS = re.compile(r"[*_`$#\\]")
+_MARKUP = re.compile(r"\\text(?:bf|rm|tt)?\{([^{}]*)\}|\\mathrm\{([^{}]*)\}|[*_`$#]+")
+
+
+def strip_markup(text: str) -> str:
+    """Drop markdown emphasis, ``$`` and ``\\text{}`` wrappers, keeping the words.
+
+    >>> strip_markup(r"**Answer:** $\\text{B}$")
+    'Answer: B'
+    """
+    if not _MARKUP_CHARS.search(text):
+        return text
+    return _MARKUP.sub(lambda m: m.group(1) or m.group(2) or "", text)
+
+
+def parse_json_field(value: Any) -> Any:
+    """A dataset column that may hold JSON text: parsed value, the value itself, or None.
+
+    >>> parse_json_field('{"answer": "B"}')
+    {'answer': 'B'}
+    >>> parse_json_field("{not json") is None
+    True
+    """
+    if isinstance(value, (bytes, bytearray)):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except (ValueError, RecursionError):
+            return None
+    return value

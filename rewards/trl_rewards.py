@@ -1,0 +1,222 @@
+"""TRL-style reward functions: ``f(completions, **dataset_columns) -> list[float | None]``.
+
+Column contract (GRPO datasets): ``data_source`` names the benchmark (``tir_bench``, ``mir``,
+``disbench``, ``imagemining``); ``reward_info`` is JSON text (or a dict) with what the scorer
+needs. A benchmark reward returns None for rows of another source, and None (with one logged
+warning) when ``reward_info`` is missing or malformed: the row gets no signal rather than a
+wrong one. Completions may be strings or conversations (scored on the last assistant message).
+No function here raises on any completion or column value.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from rewards import disbench, imagemining, mir, tir_bench
+from rewards._text import completion_text, parse_json_field
+from rewards.format_and_tools import format_score, overlong_penalty, tool_use_bonus
+
+logger = logging.getLogger(__name__)
+RewardFunc = Callable[..., list]
+CORRECT_THRESHOLD = 1.0  # tool_use: "correct" means full credit (fractional tasks included)
+_warned: set[str] = set()
+
+
+def normalize_source(value: Any) -> str:
+    """``"TIR-Bench"`` / ``"lookcloser/tir_bench"`` → ``"tir_bench"``; non-strings → ``""``.
+
+    >>> normalize_source("lookcloser/TIR-Bench"), normalize_source(None)
+    ('tir_bench', '')
+    """
+    if not isinstance(value, str):
+        return ""
+    name = value.strip().rsplit("/", 1)[-1].lower().replace("-", "_").replace(" ", "_")
+    return {"tirbench": "tir_bench", "image_mining": "imagemining", "dis_bench": "disbench",
+            "deepimagesearch": "disbench"}.get(name, name)
+
+
+def _warn_once(key: str, message: str) -> None:
+    if key not in _warned:
+        _warned.add(key)
+        logger.warning(message)
+
+
+def _column(columns: dict, name: str, i: int) -> Any:
+    values = columns.get(name)
+    if isinstance(values, (list, tuple)) and i < len(values):
+        return values[i]
+    return None
+
+
+def _info(columns: dict, i: int) -> dict | None:
+    info = parse_json_field(_column(columns, "reward_info", i))
+    if not isinstance(info, dict):
+        _warn_once("reward_info", "reward_info is missing or not a JSON object; such rows get None")
+        return None
+    return info
+
+
+def score_row(source: str, text: str, info: dict, tir_mode: str = "strict") -> float | None:
+    """Benchmark score of one completion text, or None when ``info`` lacks what is needed.
+
+    >>> score_row("mir", "Answer: B", {"answer": "B"}), score_row("mir", "B", {}) is None
+    (1.0, True)
+    """
+    try:
+        if source == "tir_bench":
+            return tir_bench.score(info, text, tir_mode) if "answer" in info else None
+        if source == "mir":
+            gold = info.get("answer", info.get("conclusion"))
+            return mir.score(text, gold) if isinstance(gold, str) else None
+        if source == "disbench":
+            gold = info.get("answer")
+            if isinstance(gold, str):  # JSON text of a list, or one id (kept as text: "0012" stays "0012")
+                parsed = parse_json_field(gold)
+                gold = parsed if isinstance(parsed, list) else [gold]
+            elif isinstance(gold, int):
+                gold = [gold]
+            return disbench.score(text, gold) if isinstance(gold, (list, tuple)) else None
+        if source == "imagemining":
+            answer, answer_zh = info.get("answer"), info.get("answer_zh")
+            if not isinstance(answer, str):
+                return None
+            return imagemining.score(text, answer, answer_zh if isinstance(answer_zh, str) else None)
+    except Exception:  # noqa: BLE001 - never crash a training step
+        return 0.0
+    return None
+
+
+def _benchmark_reward(only: str | None, tir_mode: str = "strict") -> RewardFunc:
+    def reward(completions: list, **columns: Any) -> list[float | None]:
+        out: list[float | None] = []
+        for i, completion in enumerate(completions or []):
+            source = normalize_source(_column(columns, "data_source", i))
+            if (only is not None and source != only) or not source:
+                out.append(None)
+                continue
+            info = _info(columns, i)
+            out.append(None if info is None else score_row(source, completion_text(completion), info, tir_mode))
+        return out
+
+    return reward
+
+
+def _named(name: str, func: RewardFunc, doc: str) -> RewardFunc:
+    func.__name__ = func.__qualname__ = name  # TRL logs rewards under __name__
+    func.__doc__ = doc
+    return func
+
+
+def format_reward(completions: list, **columns: Any) -> list[float]:
+    """1.0 for ``<think>…</think>`` then one answer block (see ``format_score``).
+
+    >>> format_reward(["<think>x</think><answer>B</answer>", "B"])
+    [1.0, 0.0]
+    """
+    return [format_score(completion_text(c)) for c in (completions or [])]
+
+
+def make_tool_use_reward(cap: int = 1, threshold: float = CORRECT_THRESHOLD) -> RewardFunc:
+    """Tool bonus: successful tool results (capped) when the row's benchmark score ≥ threshold.
+
+    >>> f = make_tool_use_reward()
+    >>> conv = [{"role": "tool", "content": "crop ok"}, {"role": "assistant", "content": "Answer: B"}]
+    >>> f([conv, conv], data_source=["mir", "mir"], reward_info=['{"answer": "B"}', '{"answer": "C"}'])
+    [1.0, 0.0]
+    """
+    def tool_use(completions: list, **columns: Any) -> list[float | None]:
+        out: list[float | None] = []
+        for i, completion in enumerate(completions or []):
+            source = normalize_source(_column(columns, "data_source", i))
+            info = _info(columns, i) if source else None
+            value = None if info is None else score_row(source, completion_text(completion), info)
+            out.append(None if value is None else tool_use_bonus(completion, value >= threshold, cap))
+        return out
+
+    return _named("tool_use", tool_use, make_tool_use_reward.__doc__.split("\n")[0])
+
+
+def _length(completion: Any, ids: Any) -> tuple[int, str]:
+    if isinstance(ids, (list, tuple)):
+        return len(ids), "tokens"
+    return len(completion_text(completion)), "chars"
+
+
+def make_overlong_reward(max_length: int = 4096, buffer: int = 1024, chars_per_token: int = 4) -> RewardFunc:
+    """DAPO overlong penalty on token counts (``completion_ids``), else on characters with the
+    limits scaled by ``chars_per_token``.
+
+    >>> f = make_overlong_reward(max_length=10, buffer=4)
+    >>> f(["a", "b"], completion_ids=[[1] * 6, [1] * 8])
+    [0.0, -0.5]
+    """
+    def overlong(completions: list, **columns: Any) -> list[float]:
+        ids = columns.get("completion_ids")
+        out = []
+        for i, completion in enumerate(completions or []):
+            row_ids = ids[i] if isinstance(ids, (list, tuple)) and i < len(ids) else None
+            length, unit = _length(completion, row_ids)
+            scale = 1 if unit == "tokens" else chars_per_token
+            out.append(overlong_penalty(length, max_length * scale, buffer * scale))
+        return out
+
+    return _named("overlong", overlong, make_overlong_reward.__doc__.split("\n")[0])
+
+
+def make_imagemining_reward(llm_judge: bool = False, **judge_options: Any) -> RewardFunc:
+    """ImageMining reward, optionally with the LLM-judge recall (``base_url``, ``model``, ``timeout``).
+
+    >>> make_imagemining_reward()(["<answer>Red</answer>"], data_source=["imagemining"],
+    ...                           reward_info=[{"answer": "Red"}])
+    [1.0]
+    """
+    def reward(completions: list, **columns: Any) -> list[float | None]:
+        out: list[float | None] = []
+        for i, completion in enumerate(completions or []):
+            info = _info(columns, i) if normalize_source(_column(columns, "data_source", i)) == "imagemining" \
+                else None
+            answer = info.get("answer") if info else None
+            if not isinstance(answer, str):
+                out.append(None)
+                continue
+            zh = info.get("answer_zh")
+            question = info.get("question")
+            out.append(imagemining.score(completion_text(completion), answer, zh if isinstance(zh, str) else None,
+                                         question=question if isinstance(question, str) else None,
+                                         llm_judge=llm_judge, **judge_options))
+        return out
+
+    return _named("imagemining", reward, "ImageMining normalized exact match (+ optional LLM judge).")
+
+
+REGISTRY: dict[str, RewardFunc] = {
+    "tir_bench": _named("tir_bench", _benchmark_reward("tir_bench"), "TIR-Bench, strict mode."),
+    "tir_bench_official": _named("tir_bench_official", _benchmark_reward("tir_bench", "official"),
+                                 "TIR-Bench, official mode (for eval parity, not for training)."),
+    "mir": _named("mir", _benchmark_reward("mir"), "MIR option-letter exact match."),
+    "disbench": _named("disbench", _benchmark_reward("disbench"), "DISBench F1 of photo ids."),
+    "imagemining": make_imagemining_reward(),
+    "accuracy": _named("accuracy", _benchmark_reward(None), "Benchmark score chosen by data_source."),
+    "format": _named("format", format_reward, format_reward.__doc__),
+    "tool_use": make_tool_use_reward(),
+    "overlong": make_overlong_reward(),
+}
+
+
+def get_reward_funcs(names: list[str]) -> list[RewardFunc]:
+    """Reward functions by registry name (callables pass through), for ``GRPOTrainer(reward_funcs=…)``.
+
+    >>> [f.__name__ for f in get_reward_funcs(["tir_bench", "format", "tool_use"])]
+    ['tir_bench', 'format', 'tool_use']
+    """
+    out = []
+    for name in names:
+        if callable(name):
+            out.append(name)
+        elif name in REGISTRY:
+            out.append(REGISTRY[name])
+        else:
+            raise KeyError(f"unknown reward {name!r}; known: {', '.join(sorted(REGISTRY))}")
+    return out

@@ -1,0 +1,56 @@
+"""verl adapter: ``compute_score(data_source, solution_str, ground_truth, extra_info=None)``.
+
+Point verl's ``custom_reward_function.path`` at this file and ``name`` at ``compute_score``.
+``ground_truth`` is the answer itself or the scorer's info (a dict or JSON text):
+tir_bench → the official item (or its answer, with ``task``/``prompt``/``meta_data`` in
+``extra_info``); mir → the letter or conclusion; disbench → the id list; imagemining → the answer
+(``answer_zh`` may come in ``extra_info``). Unknown sources and bad input score 0.0.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rewards._text import parse_json_field
+from rewards.trl_rewards import normalize_source, score_row
+
+
+def _as_info(source: str, ground_truth: Any, extra_info: dict) -> dict | None:
+    parsed = parse_json_field(ground_truth) if isinstance(ground_truth, (str, bytes)) else ground_truth
+    if source == "tir_bench" and isinstance(parsed, dict) and "answer" in parsed:
+        return parsed
+    if isinstance(parsed, dict) and "answer" in parsed:
+        info = dict(parsed)
+    else:
+        answer = ground_truth if source != "disbench" or not isinstance(parsed, list) else parsed
+        if isinstance(answer, bytes):
+            answer = answer.decode("utf-8", "replace")
+        info = {"answer": answer}
+    if source == "tir_bench":
+        return {**{k: v for k, v in extra_info.items() if k != "answer"}, **info}
+    for key in ("answer_zh", "question"):
+        if key in extra_info and key not in info:
+            info[key] = extra_info[key]
+    return info
+
+
+def compute_score(data_source: Any, solution_str: Any, ground_truth: Any, extra_info: Any = None) -> float:
+    """Score one verl rollout with the benchmark's scorer (TIR-Bench in strict mode).
+
+    >>> compute_score("tir_bench", "<answer>B</answer>", "B", {"task": "refcoco", "prompt": "A. x\\nB. y"})
+    1.0
+    >>> compute_score("disbench", "<answer>[1, 2]</answer>", ["1", "2", "3", "4"])
+    0.6666666666666666
+    >>> compute_score("unknown", "x", "y")
+    0.0
+    """
+    try:
+        source = normalize_source(data_source)
+        extra = extra_info if isinstance(extra_info, dict) else {}
+        text = solution_str if isinstance(solution_str, str) else ""
+        info = _as_info(source, ground_truth, extra)
+        mode = extra.get("tir_mode", "strict") if extra.get("tir_mode") in ("strict", "official") else "strict"
+        value = score_row(source, text, info, mode) if info is not None else None
+        return float(value) if value is not None else 0.0
+    except Exception:  # noqa: BLE001 - never crash a training step
+        return 0.0
