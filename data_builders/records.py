@@ -8,6 +8,7 @@ and checked (exists, decodes, not a decompression bomb) before anything trains o
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -134,6 +135,39 @@ def resolve_image_path(root: str | Path, relative: str, *, source: str | Path = 
     if candidate != root_path and root_path not in candidate.parents:
         raise RecordError(source, rid, field, f"image path {relative!r} leaves the data root {root_path}")
     return candidate
+
+
+class ImageResolver:
+    """``resolve_image_path`` for many images under one root, with each folder resolved once.
+
+    Same guarantees (no ``..`` escape, no absolute path, no symlink out of the root), a fraction
+    of the system calls: a plain relative path costs one ``lstat`` once its folder is known.
+
+    >>> ImageResolver("/data")("../etc/passwd", source="x.json", rid=1)
+    Traceback (most recent call last):
+    ...
+    data_builders.records.RecordError: x.json: record 1, field 'images': image path '../etc/passwd' leaves the data root /data
+    """
+
+    def __init__(self, root: str | Path):
+        self.root = os.path.realpath(root)
+        self._prefix = self.root.rstrip(os.sep) + os.sep
+        self._folders: dict[str, str] = {}
+
+    def __call__(self, relative: str, *, source: str | Path = "", rid: object = None, field: str = "images") -> str:
+        parts = relative.replace("\\", "/").split("/")
+        if os.path.isabs(relative) or ".." in parts:  # rare: let the full resolution decide
+            return str(resolve_image_path(self.root, relative, source=source, rid=rid, field=field))
+        folder, name = os.path.split(os.path.join(self.root, relative))
+        real_folder = self._folders.get(folder)
+        if real_folder is None:
+            real_folder = self._folders[folder] = os.path.realpath(folder)
+        candidate = os.path.join(real_folder, name)
+        if os.path.islink(candidate):
+            candidate = os.path.realpath(candidate)
+        if candidate != self.root and not candidate.startswith(self._prefix):
+            raise RecordError(source, rid, field, f"image path {relative!r} leaves the data root {self.root}")
+        return candidate
 
 
 def check_image(path: Path, *, source: str | Path = "", rid: object = None, field: str = "images",

@@ -75,6 +75,7 @@ def build_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mod
     from trl import SFTTrainer
 
     from agent.models import load_processor, resolve_model_path
+    from data_builders.tool_sft import ToolTrajectoryCollator
 
     # Model: a hub id, a local folder, or the reserved tiny name (built offline, cached).
     model_path = resolve_model_path(model_args.model_name_or_path)
@@ -90,15 +91,28 @@ def build_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mod
     dataset = load_sft_dataset(script_args)
     logger.info("training on %d records from %s", len(dataset), script_args.dataset_path or script_args.dataset_name)
 
-    # Vision datasets keep their image columns; TRL's collator turns them into pixel values.
+    # Vision datasets keep their image (and tool-schema) columns for the collator.
     training_args.remove_unused_columns = False
-    return SFTTrainer(
+    trainer = SFTTrainer(
         model=model_path,
         args=training_args,
         train_dataset=dataset,
         processing_class=processor,
         peft_config=get_peft_config(model_args),
     )
+    if trainer._is_vision_dataset:
+        # TRL's vision collator puts no images into tool messages and drops the `tools` column;
+        # ours equals it on plain records and also handles multi-turn tool trajectories.
+        trainer.data_collator = ToolTrajectoryCollator(
+            processor=processor,
+            max_length=training_args.max_length,
+            completion_only_loss=trainer.completion_only_loss,
+            pad_to_multiple_of=training_args.pad_to_multiple_of,
+            dataset_text_field=training_args.dataset_text_field,
+            assistant_only_loss=training_args.assistant_only_loss,
+            chat_template=trainer.chat_template,  # TRL's generation-tagged template when needed
+        )
+    return trainer
 
 
 def main(script_args: SFTScriptArguments, training_args: SFTConfig, model_args: ModelConfig) -> str:

@@ -1,0 +1,152 @@
+"""``python -m data_builders {mir,imagenet-think,synthetic,difficulty} ... --out DIR``.
+
+Every command writes a Hugging Face data set (``save_to_disk`` layout, or ``--format parquet``)
+with a progress bar, then prints a summary: read N, written M, skipped K by reason.
+``--on-error fail`` (default) stops at the first bad record, naming its file, record id and
+field; ``--on-error skip`` writes each rejected record and its reason to ``--rejects``
+(default ``DIR.rejects.jsonl``), so read = written + rejected.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from data_builders.output import FORMATS, ON_ERROR, BuildReport
+from data_builders.records import DEFAULT_MAX_PIXELS, RecordError
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", required=True, type=Path, help="output folder (replaced if it exists)")
+    parser.add_argument("--format", choices=FORMATS, default="hf", help="hf: save_to_disk layout; parquet: shards")
+    parser.add_argument("--on-error", choices=ON_ERROR, default="fail")
+    parser.add_argument("--rejects", type=Path, default=None, help="rejects JSONL (default: OUT.rejects.jsonl)")
+    parser.add_argument("--max-pixels", type=int, default=DEFAULT_MAX_PIXELS, help="refuse larger images")
+    parser.add_argument("--no-progress", action="store_true")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m data_builders", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    mir = sub.add_parser("mir", help="MIR JSON -> SFT stages (one data set per stage)")
+    mir.add_argument("path", type=Path, help="MIR JSON (all_data_rel.json)")
+    mir.add_argument("--images-root", type=Path, default=None, help="default: the JSON's folder")
+    mir.add_argument("--stages", type=int, nargs="+", default=[1, 2, 3, 4],
+                     help="stages 0-4; several write OUT/stage_K, one writes OUT")
+    mir.add_argument("--faithful-upstream", action="store_true", help="reproduce upstream's img2img leak")
+    mir.add_argument("--no-check-images", action="store_true", help="skip opening the images (paths still checked)")
+    _common(mir)
+
+    it = sub.add_parser("imagenet-think", help="ImageNet-Think parquet shards -> <think> SFT")
+    it.add_argument("paths", type=Path, nargs="+", help="parquet files or folders")
+    it.add_argument("--generators", nargs="+", default=None, help="pair numbers to keep (default: every pair)")
+    it.add_argument("--column-map", default=None,
+                    help='JSON: {"1": {"think": "col", "answer": "col"}, ...} (overrides detection)')
+    it.add_argument("--template", default="<think>{think}</think>{answer}")
+    it.add_argument("--batch-rows", type=int, default=256)
+    it.add_argument("--no-check-images", action="store_true")
+    _common(it)
+
+    syn = sub.add_parser("synthetic", help="images -> TIR-Bench-format tasks, GRPO prompts, oracle SFT")
+    syn.add_argument("image_dir", type=Path)
+    syn.add_argument("--count", type=int, required=True)
+    syn.add_argument("--tasks", nargs="+", default=None, help="jigsaw rotation_game spot_difference visual_search ocr")
+    syn.add_argument("--seed", type=int, default=0)
+    syn.add_argument("--jigsaw-sizes", type=int, nargs="+", default=[2, 3])
+    syn.add_argument("--base-size", type=int, default=512)
+    syn.add_argument("--canvas-size", type=int, default=1600)
+    _common(syn)
+
+    dif = sub.add_parser("difficulty", help="pass rates -> easy/medium/hard, curriculum order, two-stage mix")
+    dif.add_argument("path", type=Path, help="MIR JSON")
+    dif.add_argument("--predictions", type=Path, default=None, help='JSONL {"id": ..., "predictions": [...]}')
+    dif.add_argument("--model", default=None, help="sample answers from this model instead (agent loop)")
+    dif.add_argument("--samples", type=int, default=10, help="answers per question when sampling")
+    dif.add_argument("--max-new-tokens", type=int, default=512, help="per sampled answer")
+    dif.add_argument("--images-root", type=Path, default=None)
+    dif.add_argument("--recipe", type=Path, default=None,
+                     help="YAML with easy_threshold, hard_threshold, hard_share, seed (flags below override)")
+    dif.add_argument("--easy-threshold", type=float, default=None)
+    dif.add_argument("--hard-threshold", type=float, default=None)
+    dif.add_argument("--hard-share", type=float, default=None)
+    dif.add_argument("--seed", type=int, default=None)
+    _common(dif)
+    return parser
+
+
+def _difficulty_config(args):
+    import yaml
+
+    from data_builders.difficulty import DifficultyConfig
+
+    settings = {}
+    if args.recipe is not None:
+        loaded = yaml.safe_load(args.recipe.read_text(encoding="utf-8")) or {}
+        settings = {k: loaded[k] for k in ("easy_threshold", "hard_threshold", "hard_share", "seed") if k in loaded}
+    for key in ("easy_threshold", "hard_threshold", "hard_share", "seed"):
+        if getattr(args, key) is not None:
+            settings[key] = getattr(args, key)
+    return DifficultyConfig(**settings)
+
+
+def run(args: argparse.Namespace) -> BuildReport:
+    rejects = args.rejects or args.out.parent / f"{args.out.name}.rejects.jsonl"
+    report = BuildReport(on_error=args.on_error, rejects_path=rejects if args.on_error == "skip" else None)
+    progress = not args.no_progress
+    try:
+        if args.command == "mir":
+            from data_builders.mir import build_mir
+
+            outs = build_mir(args.path, args.out, report, images_root=args.images_root, stages=args.stages,
+                             faithful_upstream=args.faithful_upstream, fmt=args.format,
+                             check_images=not args.no_check_images, max_pixels=args.max_pixels, progress=progress)
+            where = ", ".join(f"stage {k}: {v}" for k, v in outs.items())
+        elif args.command == "imagenet-think":
+            from data_builders.imagenet_think import build_imagenet_think
+
+            column_map = json.loads(args.column_map) if args.column_map else None
+            build_imagenet_think(args.paths, args.out, report, fmt=args.format, generators=args.generators,
+                                 column_map=column_map, template=args.template,
+                                 check_images=not args.no_check_images, max_pixels=args.max_pixels,
+                                 batch_rows=args.batch_rows, progress=progress)
+            where = str(args.out)
+        elif args.command == "synthetic":
+            from data_builders.synthetic import TASKS, SyntheticConfig, build_synthetic
+
+            cfg = SyntheticConfig(seed=args.seed, tasks=tuple(args.tasks or TASKS),
+                                  jigsaw_sizes=tuple(args.jigsaw_sizes), base_size=args.base_size,
+                                  canvas_size=args.canvas_size)
+            outs = build_synthetic(args.image_dir, args.out, args.count, cfg, fmt=args.format, report=report,
+                                   max_pixels=args.max_pixels, progress=progress)
+            where = ", ".join(f"{k}: {v}" for k, v in outs.items())
+        else:
+            from data_builders.difficulty import build_difficulty
+
+            outs = build_difficulty(args.path, args.out, report, predictions=args.predictions, model=args.model,
+                                    k=args.samples, max_new_tokens=args.max_new_tokens,
+                                    images_root=args.images_root, cfg=_difficulty_config(args),
+                                    fmt=args.format, progress=progress)
+            where = f"{outs['dataset']} (levels: {outs['levels']})"
+    finally:
+        report.close()
+    unit = {"imagenet-think": "traces", "synthetic": "source-image draws"}.get(args.command, "records")
+    print(report.summary(unit))
+    print(f"wrote {where}")
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        run(args)
+    except RecordError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

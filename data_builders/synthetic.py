@@ -1,0 +1,384 @@
+"""Synthetic verifiable tasks in TIR-Bench's record format, from any folder of images.
+
+Each item is a TIR-Bench record (``id``, ``task``, ``prompt``, ``answer``, ``image_1``,
+``image_2``, ``meta_data``) whose images are written under the output folder, so
+``rewards.tir_bench`` scores it unchanged, plus the oracle's tool calls (``ToolStep``) that
+``data_builders.tool_sft`` turns into a multi-turn SFT trajectory for the cold start:
+
+- ``jigsaw``: an n x n shuffle; the answer lists, for each position of the original image
+  (row by row), the number of the scrambled piece that belongs there. ``meta_data.difficulty = n``.
+- ``rotation_game``: the image turned counter-clockwise; MCQ of clockwise angles that restore it.
+- ``spot_difference``: two images that differ in chosen cells of an n-row x m-column grid; the
+  answer lists the cell numbers (1-based, row by row).
+- ``visual_search``: a small coloured shape in a large image; MCQ of its colour (needs a crop).
+- ``ocr``: a small printed code on a label in a large image; the answer is the code.
+
+Deterministic: item ``i`` draws from ``random.Random(f"{seed}:{i}")`` whatever the other items are.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from PIL import Image, ImageDraw, ImageFont
+
+from data_builders.records import RecordError, check_image, resolve_image_path
+
+TASKS = ("jigsaw", "rotation_game", "spot_difference", "visual_search", "ocr")
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff")
+LETTERS = "ABCDEFGHIJ"
+COLOURS = {"red": (220, 30, 30), "green": (20, 170, 50), "blue": (30, 60, 230), "yellow": (245, 210, 0),
+           "purple": (140, 40, 190), "orange": (250, 130, 0), "cyan": (0, 200, 220), "magenta": (230, 0, 160)}
+SHAPES = ("circle", "square", "triangle")
+# No look-alike characters (O/0, I/1/L, S/5, B/8, Z/2): a misread is the model's error, not the font's.
+CODE_ALPHABET = "ACDEFGHJKMNPQRTUVWXY3479"
+
+
+@dataclass
+class ToolStep:
+    """One assistant turn of the oracle: its thinking, then tool calls ``(name, arguments)``."""
+
+    think: str
+    calls: list[tuple[str, dict]]
+
+
+@dataclass
+class SyntheticItem:
+    record: dict  # the TIR-Bench record, image paths relative to the output folder
+    image_paths: list[Path]  # the same images, absolute
+    steps: list[ToolStep] = field(default_factory=list)
+    final_think: str = ""
+
+    @property
+    def answer_text(self) -> str:
+        """What the oracle writes inside ``<answer>``."""
+        return str(self.record["answer"])
+
+
+@dataclass
+class SyntheticConfig:
+    seed: int = 0
+    tasks: tuple[str, ...] = TASKS
+    base_size: int = 512  # long side of jigsaw / rotation / spot-the-difference images
+    canvas_size: int = 1600  # long side of the large zoom-task images
+    jigsaw_sizes: tuple[int, ...] = (2, 3)
+    grid_rows: tuple[int, int] = (3, 5)
+    grid_cols: tuple[int, int] = (3, 5)
+    max_differences: int = 5
+    rotation_step: int = 5
+    n_options: int = 6
+
+
+def list_images(folder: str | Path) -> list[Path]:
+    """Every image file under ``folder`` (recursive, sorted, so the pool is the same on every machine)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise RecordError(folder, None, None, "image folder not found")
+    return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+
+
+def _resize_long_side(img: Image.Image, size: int) -> Image.Image:
+    scale = size / max(img.size)
+    return img.resize((max(1, round(img.width * scale)), max(1, round(img.height * scale))), Image.Resampling.LANCZOS)
+
+
+def _font(size: int) -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
+    return ImageFont.load_default(size=size)
+
+
+def _options(rng: random.Random, correct: str, pool: list[str], n: int) -> tuple[list[str], str]:
+    """Shuffle ``correct`` among ``n - 1`` distractors; return the options and the gold letter."""
+    choices = [correct, *rng.sample([p for p in pool if p != correct], min(n - 1, len(pool) - 1))]
+    rng.shuffle(choices)
+    return choices, LETTERS[choices.index(correct)]
+
+
+def _mcq(question: str, options: list[str], suffix: str = "") -> str:
+    return question + "\n\n" + "\n".join(f"{LETTERS[i]}. {o}{suffix}" for i, o in enumerate(options))
+
+
+def _box(x1: float, y1: float, x2: float, y2: float) -> list[int]:
+    return [round(x1), round(y1), round(x2), round(y2)]
+
+
+def _context_box(cx: float, cy: float, side: float, width: int, height: int) -> list[int]:
+    """A square box of ``side`` around a point, shifted to stay inside the image."""
+    side = min(side, width, height)
+    x1 = min(max(0.0, cx - side / 2), width - side)
+    y1 = min(max(0.0, cy - side / 2), height - side)
+    return _box(x1, y1, x1 + side, y1 + side)
+
+
+class _Writer:
+    """Saves an item's images as ``data/{task}/{id:06d}_{k}.png`` (never a name the OCR overrides hit)."""
+
+    def __init__(self, out_dir: Path):
+        self.out_dir = out_dir
+
+    def save(self, img: Image.Image, task: str, item_id: int, k: int) -> tuple[str, Path]:
+        rel = f"data/{task}/{item_id:06d}_{k}.png"
+        path = self.out_dir / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        img.save(path)
+        return rel, path
+
+
+def _record(item_id: int, task: str, prompt: str, answer: str, rels: list[str], meta: dict) -> dict:
+    return {"id": item_id, "task": task, "prompt": prompt, "answer": answer, "image_1": rels[0],
+            "image_2": rels[1] if len(rels) > 1 else None, "meta_data": meta}
+
+
+def make_jigsaw(rng: random.Random, src: Image.Image, item_id: int, writer: _Writer,
+                cfg: SyntheticConfig) -> SyntheticItem:
+    n = rng.choice(cfg.jigsaw_sizes)
+    img = _resize_long_side(src, cfg.base_size)
+    tw, th = img.width // n, img.height // n
+    img = img.crop((0, 0, tw * n, th * n))
+    perm = list(range(n * n))
+    while perm == sorted(perm):  # a puzzle that is already solved teaches nothing
+        rng.shuffle(perm)
+    # Scrambled position j shows original piece perm[j].
+    shuffled = Image.new("RGB", img.size)
+    for j, piece in enumerate(perm):
+        pr, pc = divmod(piece, n)
+        r, c = divmod(j, n)
+        shuffled.paste(img.crop((pc * tw, pr * th, (pc + 1) * tw, (pr + 1) * th)), (c * tw, r * th))
+    draw = ImageDraw.Draw(shuffled)
+    for k in range(1, n):  # thin seams show where the pieces are
+        draw.line([(k * tw, 0), (k * tw, shuffled.height)], fill=(255, 255, 255), width=2)
+        draw.line([(0, k * th), (shuffled.width, k * th)], fill=(255, 255, 255), width=2)
+    answer_list = [perm.index(i) + 1 for i in range(n * n)]
+    answer = "[" + ", ".join(map(str, answer_list)) + "]"
+    rel, path = writer.save(shuffled, "jigsaw", item_id, 1)
+    prompt = (f"Instructions: Please complete the jigsaw puzzle shown in the image. The original image has been "
+              f"divided into {n}×{n} pieces and scrambled. The pieces are numbered 1 to {n * n} row by row in the "
+              f"scrambled image. Output the correct order of the pieces as a list of piece numbers, row by row: "
+              f"the i-th number is the piece that belongs at position i of the original image.")
+    steps: list[ToolStep] = []
+    prev: list[str] = []
+    for r in range(n):
+        pieces = [r * n + c + 1 for c in range(n)]
+        places = [f"piece {p} belongs at row {divmod(perm[p - 1], n)[0] + 1}, column {divmod(perm[p - 1], n)[1] + 1}"
+                  for p in pieces]
+        think = (f"Row {r + 1} of the scrambled image holds pieces {', '.join(map(str, pieces))}; I crop it to "
+                 f"match their edges and content." if r == 0 else
+                 f"From the previous crop: {'; '.join(prev)}. Next, row {r + 1}.")
+        steps.append(ToolStep(think, [("crop", {"image_index": 0, "box": _box(0, r * th, n * tw, (r + 1) * th)})]))
+        prev = places
+    final = f"From the last crop: {'; '.join(prev)}. Reading the original positions row by row gives {answer}."
+    return SyntheticItem(_record(item_id, "jigsaw", prompt, answer, [rel], {"difficulty": n}), [path], steps, final)
+
+
+def make_rotation(rng: random.Random, src: Image.Image, item_id: int, writer: _Writer,
+                  cfg: SyntheticConfig) -> SyntheticItem:
+    step = cfg.rotation_step
+    angles = list(range(step, 360, step))
+    angle = rng.choice(angles)
+    # Distractors at least 20 degrees from the answer and each other: the task is solvable by trying them.
+    pool = [angle]
+    for candidate in rng.sample(angles, len(angles)):
+        if len(pool) == cfg.n_options:
+            break
+        if all(min(abs(candidate - a), 360 - abs(candidate - a)) >= 20 for a in pool):
+            pool.append(candidate)
+    rng.shuffle(pool)
+    options = [str(a) for a in pool]
+    letter = LETTERS[pool.index(angle)]
+    img = _resize_long_side(src, cfg.base_size)
+    rotated = img.rotate(angle, Image.Resampling.BICUBIC, expand=True, fillcolor=(255, 255, 255))
+    rel, path = writer.save(rotated, "rotation_game", item_id, 1)
+    prompt = _mcq("How many degrees should you rotate this image CLOCKWISE to restore it to its original orientation?",
+                  options, "°")
+    steps = [ToolStep("The image looks tilted. The rotate tool turns counter-clockwise, so I try a clockwise turn of "
+                      f"{angle}° as a rotation by {-angle}°.", [("rotate", {"image_index": 0, "angle": -angle})])]
+    final = f"Rotating {angle}° clockwise puts the image upright, which is option {letter}."
+    return SyntheticItem(_record(item_id, "rotation_game", prompt, letter, [rel], {"angle": angle}), [path], steps,
+                         final)
+
+
+def _draw_shape(draw: ImageDraw.ImageDraw, shape: str, box: tuple[float, float, float, float], fill,
+                outline=None) -> None:
+    x1, y1, x2, y2 = box
+    if shape == "circle":
+        draw.ellipse(box, fill=fill, outline=outline, width=2 if outline else 0)
+    elif shape == "square":
+        draw.rectangle(box, fill=fill, outline=outline, width=2 if outline else 0)
+    else:
+        draw.polygon([((x1 + x2) / 2, y1), (x2, y2), (x1, y2)], fill=fill, outline=outline, width=2 if outline else 0)
+
+
+def make_spot_difference(rng: random.Random, src: Image.Image, item_id: int, writer: _Writer,
+                         cfg: SyntheticConfig) -> SyntheticItem:
+    rows, cols = rng.randint(*cfg.grid_rows), rng.randint(*cfg.grid_cols)
+    left = _resize_long_side(src, cfg.base_size)
+    right = left.copy()
+    cw, ch = left.width / cols, left.height / rows
+    k = rng.randint(2, max(2, min(cfg.max_differences, rows * cols // 3)))
+    cells = sorted(rng.sample(range(rows * cols), k))
+    draw = ImageDraw.Draw(right)
+    for cell in cells:
+        r, c = divmod(cell, cols)
+        side = rng.uniform(0.35, 0.65) * min(cw, ch)
+        # Inside the cell with a 10% margin, so a difference never spills into a neighbouring patch.
+        x1 = c * cw + 0.1 * cw + rng.uniform(0, max(0.0, 0.8 * cw - side))
+        y1 = r * ch + 0.1 * ch + rng.uniform(0, max(0.0, 0.8 * ch - side))
+        _draw_shape(draw, rng.choice(SHAPES), (x1, y1, x1 + side, y1 + side), rng.choice(list(COLOURS.values())),
+                    outline=(0, 0, 0))
+    rel_1, path_1 = writer.save(left, "spot_difference", item_id, 1)
+    rel_2, path_2 = writer.save(right, "spot_difference", item_id, 2)
+    answer = ", ".join(str(c + 1) for c in cells)
+    prompt = (f"The two images are divided into a grid of n rows and m columns; patches are numbered from 1, left to "
+              f"right and top to bottom. Output the list of patch indices where the two images differ. Note that in "
+              f"this image, n is {rows} and m is {cols}")
+    steps, seen = [], []
+    for cell in cells:
+        r, c = divmod(cell, cols)
+        box = _box(c * cw, r * ch, (c + 1) * cw, (r + 1) * ch)
+        lead = f"Patch {seen[-1]} differs between the two crops. " if seen else "Some patches look different. "
+        steps.append(ToolStep(f"{lead}I compare patch {cell + 1} (row {r + 1}, column {c + 1}) in both images.",
+                              [("crop", {"image_index": 0, "box": box}), ("crop", {"image_index": 1, "box": box})]))
+        seen.append(cell + 1)
+    final = f"Patch {seen[-1]} differs as well. The images differ in patches {answer}."
+    return SyntheticItem(_record(item_id, "spot_difference", prompt, answer, [rel_1, rel_2],
+                                 {"rows": rows, "cols": cols}), [path_1, path_2], steps, final)
+
+
+def _canvas(src: Image.Image, cfg: SyntheticConfig) -> Image.Image:
+    return _resize_long_side(src, cfg.canvas_size)
+
+
+def make_visual_search(rng: random.Random, src: Image.Image, item_id: int, writer: _Writer,
+                       cfg: SyntheticConfig) -> SyntheticItem:
+    img = _canvas(src, cfg)
+    shape = rng.choice(SHAPES)
+    colour = rng.choice(list(COLOURS))
+    side = rng.randint(12, 20)
+    x1, y1 = rng.uniform(side, img.width - 2 * side), rng.uniform(side, img.height - 2 * side)
+    _draw_shape(ImageDraw.Draw(img), shape, (x1, y1, x1 + side, y1 + side), COLOURS[colour], outline=(0, 0, 0))
+    options, letter = _options(rng, colour, list(COLOURS), min(cfg.n_options, len(COLOURS)))
+    rel, path = writer.save(img, "visual_search", item_id, 1)
+    prompt = _mcq(f"A small {shape} is hidden somewhere in this image. What colour is it?", options)
+    box = _context_box(x1 + side / 2, y1 + side / 2, 8 * side, img.width, img.height)
+    steps = [ToolStep(f"The {shape} is too small to judge at this size. There is a small object near "
+                      f"({round(x1 + side / 2)}, {round(y1 + side / 2)}); I crop around it.",
+                      [("crop", {"image_index": 0, "box": box})])]
+    final = f"The crop shows a small {colour} {shape}, so the answer is option {letter}."
+    return SyntheticItem(_record(item_id, "visual_search", prompt, letter, [rel], {"shape": shape}), [path], steps,
+                         final)
+
+
+def make_ocr(rng: random.Random, src: Image.Image, item_id: int, writer: _Writer,
+             cfg: SyntheticConfig) -> SyntheticItem:
+    img = _canvas(src, cfg)
+    code = "".join(rng.choice(CODE_ALPHABET) for _ in range(rng.randint(5, 6)))
+    font = _font(rng.randint(11, 15))
+    draw = ImageDraw.Draw(img)
+    left, top, right, bottom = draw.textbbox((0, 0), code, font=font)
+    pad = 3
+    w, h = right - left + 2 * pad, bottom - top + 2 * pad
+    x1, y1 = rng.uniform(0, img.width - w), rng.uniform(0, img.height - h)
+    draw.rectangle((x1, y1, x1 + w, y1 + h), fill=(255, 255, 255), outline=(0, 0, 0))
+    draw.text((x1 + pad - left, y1 + pad - top), code, fill=(0, 0, 0), font=font)
+    rel, path = writer.save(img, "ocr", item_id, 1)
+    prompt = ("A small white label with a printed code is somewhere in this image. What is the code on the label? "
+              "Answer with the code only.")
+    box = _context_box(x1 + w / 2, y1 + h / 2, max(96, 3 * w), img.width, img.height)
+    steps = [ToolStep(f"The label is tiny at this size; it is near ({round(x1 + w / 2)}, {round(y1 + h / 2)}). "
+                      "I crop around it to read the code.", [("crop", {"image_index": 0, "box": box})])]
+    final = f"The crop shows the label clearly: it reads {code}."
+    return SyntheticItem(_record(item_id, "ocr", prompt, code, [rel], {}), [path], steps, final)
+
+
+MAKERS = {"jigsaw": make_jigsaw, "rotation_game": make_rotation, "spot_difference": make_spot_difference,
+          "visual_search": make_visual_search, "ocr": make_ocr}
+
+
+def generate_items(image_dir: str | Path, out_dir: str | Path, count: int, cfg: SyntheticConfig | None = None, *,
+                   report=None, max_pixels: int | None = None, start_id: int = 1) -> Iterator[SyntheticItem]:
+    """Yield ``count`` items, cycling through ``cfg.tasks`` and a seeded order of the source images.
+
+    A source image that is missing, broken, outside the folder or over the pixel limit is
+    rejected through ``report`` (fail: raise; skip: log it and use the next image).
+    """
+    cfg = cfg or SyntheticConfig()
+    unknown = sorted(set(cfg.tasks) - set(MAKERS))
+    if unknown:
+        raise ValueError(f"unknown synthetic task(s) {unknown}; choose from {list(MAKERS)}")
+    root = Path(image_dir).resolve()
+    pool = list_images(root)
+    if not pool:
+        raise RecordError(root, None, None, "the image folder holds no images")
+    random.Random(cfg.seed).shuffle(pool)
+    writer, bad, cursor = _Writer(Path(out_dir)), set(), 0
+    kwargs = {"max_pixels": max_pixels} if max_pixels else {}
+    for i in range(count):
+        item_id = start_id + i
+        task = cfg.tasks[i % len(cfg.tasks)]
+        while True:
+            if len(bad) == len(pool):
+                raise RecordError(root, None, None, "no usable source image left (every image was rejected)")
+            path = pool[cursor % len(pool)]
+            cursor += 1
+            if path in bad:
+                continue
+            if report is not None:
+                report.read += 1
+            try:
+                rel = str(path.relative_to(root))
+                checked = resolve_image_path(root, rel, source=root, rid=rel, field="image")
+                check_image(checked, source=root, rid=rel, field="image", **kwargs)
+                with Image.open(checked) as opened:
+                    src = opened.convert("RGB")
+            except RecordError as err:
+                bad.add(path)
+                if report is None:
+                    raise
+                report.reject(err, {"image": str(path)})
+                continue
+            break
+        rng = random.Random(f"{cfg.seed}:{item_id}")
+        item = MAKERS[task](rng, src, item_id, writer, cfg)
+        item.record["meta_data"]["source_image"] = rel
+        if report is not None:
+            report.written += 1
+        yield item
+
+
+def build_synthetic(image_dir: str | Path, out_dir: str | Path, count: int, cfg: SyntheticConfig | None = None, *,
+                    fmt: str = "hf", report=None, max_pixels: int | None = None, progress: bool = True) -> dict:
+    """Write the TIR-Bench JSON + images, the GRPO prompt data set and the oracle SFT data set.
+
+    Layout: ``tir_synthetic.json`` and ``data/{task}/`` (TIR-Bench's own layout: the JSON's image
+    paths resolve from ``out_dir``), ``oracle/`` (tool-result images), ``grpo/`` and ``sft/``.
+    """
+    import json
+
+    from tqdm import tqdm
+
+    from data_builders.output import DatasetWriter
+    from data_builders.tool_sft import (
+        grpo_features,
+        grpo_prompt,
+        oracle_trajectory,
+        sft_features,
+        tool_schemas,
+    )
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tools_json = json.dumps(tool_schemas())
+    records = []
+    with DatasetWriter(out / "grpo", grpo_features(), fmt=fmt) as grpo, \
+            DatasetWriter(out / "sft", sft_features(), fmt=fmt, batch_rows=200) as sft:
+        items = generate_items(image_dir, out, count, cfg, report=report, max_pixels=max_pixels)
+        for item in tqdm(items, total=count, desc="synthetic", unit="item", disable=None if progress else True):
+            records.append(item.record)
+            grpo.add(grpo_prompt(item))
+            sft.add({**oracle_trajectory(item, out), "tools": tools_json})
+    (out / "tir_synthetic.json").write_text(json.dumps(records, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    if report is not None:
+        report.rows = len(records)
+    return {"tir_json": out / "tir_synthetic.json", "grpo": out / "grpo", "sft": out / "sft"}

@@ -1,0 +1,97 @@
+"""The curriculum runner: two MIR stages chained on the tiny model, markers, resume, recipe errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from train.curriculum import MARKER, main, plan
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "data" / "mir_sample"
+
+
+def _recipe(tmp_path: Path, **extra) -> Path:
+    recipe = {
+        "output_dir": str(tmp_path / "run"),
+        "defaults": {
+            "model_name_or_path": "lookcloser/tiny-qwen3-vl", "dtype": "float32", "images_root": str(SAMPLE),
+            "dataset_path": str(SAMPLE / "all_data_rel.json"), "max_train_samples": 4, "max_steps": 2,
+            "per_device_train_batch_size": 2, "learning_rate": 1.0e-3, "max_length": 1024,
+            "train_sampling_strategy": "sequential", "save_strategy": "no", "report_to": "none",
+            "logging_steps": 1, "use_cpu": True, "dataloader_num_workers": 0,
+        },
+        "stages": [{"name": "mir_stage1", "mir_stage": 1}, {"name": "mir_stage2", "mir_stage": 2}],
+        **extra,
+    }
+    path = tmp_path / "curriculum.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    return path
+
+
+def _weights(folder: Path) -> bytes:
+    return (folder / "model.safetensors").read_bytes()
+
+
+def test_two_stages_chain_and_rerun_skips(tmp_path, capsys):
+    recipe = _recipe(tmp_path)
+    assert main([str(recipe)]) == 0
+    run = tmp_path / "run"
+    for name in ("mir_stage1", "mir_stage2"):
+        assert (run / name / MARKER).is_file() and (run / name / "model.safetensors").is_file()
+    stage2 = yaml.safe_load((run / "mir_stage2" / "stage_recipe.yaml").read_text())
+    assert stage2["model_name_or_path"] == str(run / "mir_stage1") and stage2["mir_stage"] == 2
+    stage1 = yaml.safe_load((run / "mir_stage1" / "stage_recipe.yaml").read_text())
+    assert stage1["model_name_or_path"] == "lookcloser/tiny-qwen3-vl"
+    assert _weights(run / "mir_stage1") != _weights(run / "mir_stage2")  # stage 2 trained on top of stage 1
+    first = {name: _weights(run / name) for name in ("mir_stage1", "mir_stage2")}
+    capsys.readouterr()
+
+    # Rerun: both finished, nothing trains.
+    assert main([str(recipe)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("(done, skipped)") == 2 and "finished in" not in out
+    assert {name: _weights(run / name) for name in first} == first
+
+    # Resume: only the stage without a marker trains again.
+    (run / "mir_stage2" / MARKER).unlink()
+    assert main([str(recipe)]) == 0
+    out = capsys.readouterr().out
+    assert "mir_stage1: finished" not in out and "mir_stage2: finished" in out
+    assert json.loads((run / "mir_stage2" / MARKER).read_text())["name"] == "mir_stage2"
+
+
+def test_plan_skip_and_errors(tmp_path):
+    recipe = _recipe(tmp_path, stages=[{"name": "a", "mir_stage": 1}, {"name": "b", "mir_stage": 2},
+                                       {"name": "c", "mir_stage": 3, "script": "train/grpo.py"}])
+    stages = plan(recipe, skip=("b",))
+    assert [s.name for s in stages] == ["a", "c"] and stages[1].config["model_name_or_path"] == str(stages[0].output_dir)
+    assert stages[1].script == "train/grpo.py" and stages[1].config["max_steps"] == 2
+
+    own_keys = _recipe(tmp_path, stages=[{"name": "a"}, {"name": "g", "use_defaults": False, "beta": 0.0}])
+    grpo = plan(own_keys)[1]
+    assert grpo.config == {"beta": 0.0, "output_dir": str(tmp_path / "run" / "g"),
+                           "model_name_or_path": str(tmp_path / "run" / "a")}
+
+    bad = _recipe(tmp_path, stages=[{"name": "a"}, {"name": "b", "model_name_or_path": "x"}])
+    with pytest.raises(ValueError, match="starts from the previous stage's checkpoint"):
+        plan(bad)
+    with pytest.raises(ValueError, match="unique 'name'"):
+        plan(_recipe(tmp_path, stages=[{"name": "a"}, {"name": "a"}]))
+
+
+def test_missing_stage_data_fails_before_training(tmp_path, capsys):
+    recipe = _recipe(tmp_path, stages=[{"name": "think", "dataset_path": str(tmp_path / "nope")},
+                                       {"name": "mir_stage1", "mir_stage": 1}])
+    assert main([str(recipe)]) == 2
+    assert f"stage 'think': dataset_path {tmp_path / 'nope'} not found" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_default_recipe_plans_the_paper_curriculum():
+    stages = plan(REPO / "recipes" / "mir_curriculum.yaml")
+    assert [s.name for s in stages] == ["imagenet_think", "mir_stage1", "mir_stage2", "mir_stage3", "mir_stage4"]
+    assert [s.config.get("mir_stage") for s in stages[1:]] == [1, 2, 3, 4]

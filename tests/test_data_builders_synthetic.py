@@ -1,0 +1,210 @@
+"""Synthetic TIR-Bench-format tasks: scored by ``rewards.tir_bench`` unchanged, oracle trajectories, GRPO rows."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from PIL import Image, ImageChops, ImageDraw
+
+from data_builders.output import BuildReport, load_output
+from data_builders.synthetic import TASKS, SyntheticConfig, build_synthetic
+from rewards.tir_bench import score
+
+CFG = SyntheticConfig(seed=7, base_size=256, canvas_size=640)
+COUNT = 2 * len(TASKS)
+
+
+def _make_sources(folder: Path, n: int = 4) -> None:
+    rng = random.Random(0)
+    folder.mkdir(parents=True)
+    for i in range(n):
+        img = Image.new("RGB", (180 + 20 * i, 160), tuple(rng.randrange(256) for _ in range(3)))
+        draw = ImageDraw.Draw(img)
+        for _ in range(25):
+            x, y = rng.randrange(img.width), rng.randrange(img.height)
+            draw.ellipse((x, y, x + rng.randint(8, 50), y + rng.randint(8, 50)),
+                         fill=tuple(rng.randrange(256) for _ in range(3)))
+        img.save(folder / f"src_{i}.png")
+    (folder / "sub").mkdir()
+    (folder / "sub" / "broken.jpg").write_bytes(b"\xff\xd8\xff not a jpeg")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    base = tmp_path_factory.mktemp("synthetic")
+    _make_sources(base / "src")
+    report = BuildReport(on_error="skip", rejects_path=base / "rejects.jsonl")
+    outs = build_synthetic(base / "src", base / "out", COUNT, CFG, report=report, progress=False)
+    report.close()
+    items = json.loads(outs["tir_json"].read_text())
+    return {"base": base, "out": base / "out", "outs": outs, "report": report, "items": items}
+
+
+def _wrong(item: dict) -> str:
+    answer, task = str(item["answer"]), item["task"]
+    if task == "jigsaw":
+        values = json.loads(answer)
+        return str([values[1], values[0], *values[2:]])
+    if task == "spot_difference":
+        cells = [int(c) for c in answer.split(", ")]
+        return ", ".join(map(str, [*cells[:-1], max(cells) + 1]))
+    if task == "ocr":
+        return answer[::-1] if answer[::-1] != answer else answer + "X"
+    return "A" if answer != "A" else "B"
+
+
+def test_every_task_is_generated_in_tir_bench_format(built):
+    items = built["items"]
+    assert len(items) == COUNT and sorted({it["task"] for it in items}) == sorted(TASKS)
+    for item in items:
+        assert set(item) == {"id", "task", "prompt", "answer", "image_1", "image_2", "meta_data"}
+        for key in ("image_1", "image_2"):
+            if item[key] is not None:
+                assert not Path(item[key]).is_absolute() and (built["out"] / item[key]).is_file()
+        assert (item["image_2"] is not None) == (item["task"] == "spot_difference")
+        if item["task"] == "jigsaw":
+            n = item["meta_data"]["difficulty"]
+            assert n in CFG.jigsaw_sizes and sorted(json.loads(item["answer"])) == list(range(1, n * n + 1))
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_each_task_scores_one_on_its_answer_and_less_on_a_wrong_one(built, task):
+    for item in (it for it in built["items"] if it["task"] == task):
+        answer = str(item["answer"])
+        assert score(item, answer, "official") == 1.0
+        assert score(item, f"<think>Looked closely.</think><answer>{answer}</answer>", "strict") == 1.0
+        wrong = _wrong(item)
+        assert score(item, wrong, "official") < 1.0
+        assert score(item, f"<answer>{wrong}</answer>", "strict") < 1.0
+
+
+def test_oracle_final_message_scores_one(built):
+    sft = load_output(built["outs"]["sft"])
+    by_id = {str(it["id"]): it for it in built["items"]}
+    for row in sft:
+        final = row["messages"][-1]
+        assert final["role"] == "assistant" and "tool_calls" not in final
+        for mode in ("official", "strict"):
+            assert score(by_id[row["id"]], final["content"], mode) == 1.0, (row["task"], final["content"])
+
+
+def test_oracle_trajectory_shape_and_images(built):
+    sft = load_output(built["outs"]["sft"])
+    tools = {t["function"]["name"] for t in json.loads(sft[0]["tools"])}
+    assert {"crop", "rotate", "zoom", "view_image"} <= tools
+    for row in sft:
+        messages, images = row["messages"], row["images"]
+        assert messages[0]["role"] == "user" and messages[-1]["role"] == "assistant"
+        n_inputs = sum(b["type"] == "image" for b in messages[0]["content"])
+        placeholders = sum(b["type"] == "image" for m in messages if isinstance(m["content"], list)
+                           for b in m["content"])
+        assert placeholders == len(images)
+        results = iter(images[n_inputs:])
+        for i, message in enumerate(messages[1:-1], start=1):
+            if message["role"] == "assistant":
+                assert message["content"].startswith("<think>") and message["content"].endswith("</think>")
+                calls = message["tool_calls"]
+                following = messages[i + 1:i + 1 + len(calls)]
+                assert [m["role"] for m in following] == ["tool"] * len(calls)
+                assert [m["name"] for m in following] == [c["function"]["name"] for c in calls]
+                for call, tool_message in zip(calls, following):
+                    assert call["type"] == "function" and call["function"]["name"] in tools
+                    result = next(results)
+                    args = call["function"]["arguments"]
+                    assert tool_message["content"][0] == {"type": "image"}
+                    assert tool_message["content"][1]["type"] == "text"
+                    if call["function"]["name"] == "crop":  # the crop is the box cut from the original pixels
+                        expected = images[args["image_index"]].convert("RGB").crop(tuple(args["box"]))
+                        assert ImageChops.difference(expected, result.convert("RGB")).getbbox() is None
+        assert next(results, None) is None
+
+
+def test_tool_message_text_names_the_new_image_index(built):
+    row = load_output(built["outs"]["sft"])[0]
+    texts = [m["content"][1]["text"] for m in row["messages"] if m["role"] == "tool"]
+    n_inputs = sum(b["type"] == "image" for b in row["messages"][0]["content"])
+    assert [t.split(":")[0] for t in texts] == [f"Image {n_inputs + k}" for k in range(len(texts))]
+
+
+def test_grpo_rows_follow_the_column_contract(built):
+    grpo = load_output(built["outs"]["grpo"])
+    assert set(grpo.column_names) == {"prompt", "images", "data_source", "reward_info", "task"}
+    for row, item in zip(grpo, built["items"]):
+        assert row["data_source"] == "tir_bench" and row["task"] == item["task"]
+        info = json.loads(row["reward_info"])
+        assert info == {k: item[k] for k in ("id", "task", "answer", "prompt", "image_1", "image_2", "meta_data")}
+        assert score(info, str(info["answer"]), "official") == 1.0
+        (user,) = row["prompt"]
+        assert user["role"] == "user" and user["content"][-1]["text"] == item["prompt"]
+        assert sum(b["type"] == "image" for b in user["content"]) == len(row["images"])
+
+
+def test_bad_source_images_are_rejected_and_counts_reconcile(built):
+    report = built["report"]
+    assert report.written == COUNT and report.read == report.written + report.n_rejected
+    assert dict(report.rejected) == {"image does not decode": 1}
+    (line,) = [json.loads(x) for x in (built["base"] / "rejects.jsonl").read_text().splitlines()]
+    assert line["record_id"] == "sub/broken.jpg" and line["field"] == "image"
+
+
+def test_same_seed_same_items(built, tmp_path):
+    outs = build_synthetic(built["base"] / "src", tmp_path / "again", 3, CFG,
+                           report=BuildReport(on_error="skip"), progress=False)
+    again = json.loads(outs["tir_json"].read_text())
+    assert again == built["items"][:3]
+    for item in again:
+        assert (tmp_path / "again" / item["image_1"]).read_bytes() == (built["out"] / item["image_1"]).read_bytes()
+
+
+def test_fail_mode_stops_at_a_broken_source_image(built, tmp_path):
+    from data_builders.records import RecordError
+
+    with pytest.raises(RecordError, match=r"record 'sub/broken.jpg', field 'image'"):
+        build_synthetic(built["base"] / "src", tmp_path / "fail", COUNT, CFG, report=BuildReport(), progress=False)
+
+
+def test_sft_trainer_tokenizes_and_trains_on_tool_trajectories(built, tmp_path):
+    """The real check: TRL's SFTTrainer + the tiny Qwen3-VL on records with images inside tool messages."""
+    from trl import SFTConfig, SFTTrainer
+
+    from agent.models import load_processor, resolve_model_path
+    from data_builders.tool_sft import ToolTrajectoryCollator
+
+    sft = load_output(built["outs"]["sft"])
+    rows = sft.select([i for i, task in enumerate(sft["task"]) if task in ("spot_difference", "rotation_game")][:2])
+    path = resolve_model_path("lookcloser/tiny-qwen3-vl")
+    processor = load_processor(path)
+    collator = ToolTrajectoryCollator(processor=processor)
+    batch = collator([rows[0], rows[1]])
+    text = processor.tokenizer.decode(batch["input_ids"][0])
+    assert "<tool_response>\n<|vision_start|>" in text and '"name": "crop"' in text
+    assert batch["image_grid_thw"].shape[0] == len(rows[0]["images"]) + len(rows[1]["images"])
+    args = SFTConfig(output_dir=str(tmp_path / "run"), max_steps=1, per_device_train_batch_size=2, report_to="none",
+                     remove_unused_columns=False, save_strategy="no", use_cpu=True, max_length=None)
+    trainer = SFTTrainer(model=path, args=args, train_dataset=rows, processing_class=processor, data_collator=collator)
+    result = trainer.train()
+    assert result.global_step == 1 and result.training_loss > 0
+
+
+def test_collator_equals_trls_on_records_without_tools():
+    """On ordinary SFT records the tool collator is TRL's collator: safe to use for every data set."""
+    import copy
+
+    import torch
+    from trl.trainer.sft_trainer import DataCollatorForVisionLanguageModeling
+
+    from agent.models import load_processor
+    from data_builders.mir import mir_sft_dataset
+    from data_builders.tool_sft import ToolTrajectoryCollator
+
+    sample = Path(__file__).resolve().parents[1] / "data" / "mir_sample" / "all_data_rel.json"
+    rows = [mir_sft_dataset(sample, stage=2)[i] for i in (0, 20)]
+    processor = load_processor("lookcloser/tiny-qwen3-vl")
+    ours = ToolTrajectoryCollator(processor=processor, max_length=512)(copy.deepcopy(rows))
+    theirs = DataCollatorForVisionLanguageModeling(processor=processor, max_length=512)(copy.deepcopy(rows))
+    assert ours.keys() == theirs.keys()
+    for key in theirs:
+        assert torch.equal(ours[key], theirs[key]), key
