@@ -32,13 +32,15 @@ from pathlib import Path
 
 import yaml
 
+from train.recipes import RecipeError, load_recipe_mapping
+
 DEFAULT_SCRIPT = "train/sft.py"
 MARKER = "curriculum_done.json"
 STAGE_KEYS = ("name", "script", "recipe", "use_defaults")  # curriculum bookkeeping, not passed to the script
 TOP_KEYS = ("output_dir", "defaults", "stages", "launcher")
 
 
-class CurriculumError(ValueError):
+class CurriculumError(RecipeError):
     pass
 
 
@@ -59,15 +61,7 @@ class Stage:
 
 
 def _load_yaml(path: Path, what: str) -> dict:
-    if not path.is_file():
-        raise CurriculumError(f"{path}: {what} not found")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as err:
-        raise CurriculumError(f"{path}: not valid YAML ({err})") from err
-    if not isinstance(data, dict):
-        raise CurriculumError(f"{path}: a {what} must be a YAML mapping")
-    return data
+    return load_recipe_mapping(path, what)
 
 
 def plan(recipe_path: str | Path, skip: tuple[str, ...] = ()) -> list[Stage]:
@@ -201,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         run(args.recipe, tuple(args.skip), args.dry_run)
-    except CurriculumError as err:
+    except RecipeError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     return 0

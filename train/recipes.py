@@ -27,15 +27,21 @@ def _argv_with_config(argv: Sequence[str]) -> tuple[list[str], Path | None]:
     return args, recipe
 
 
-def _check_recipe(recipe: Path, known: set[str]) -> None:
-    if not recipe.is_file():
-        raise RecipeError(f"{recipe}: recipe file not found")
+def load_recipe_mapping(path: Path, what: str = "recipe") -> dict:
+    """Read a YAML recipe safely; a missing file, bad YAML or a non-mapping is a RecipeError."""
+    if not path.is_file():
+        raise RecipeError(f"{path}: {what} file not found")
     try:
-        config = yaml.safe_load(recipe.read_text(encoding="utf-8"))
+        config = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:
-        raise RecipeError(f"{recipe}: not valid YAML ({err})") from err
+        raise RecipeError(f"{path}: not valid YAML ({err})") from err
     if not isinstance(config, dict):
-        raise RecipeError(f"{recipe}: a recipe must be a YAML mapping of field: value")
+        raise RecipeError(f"{path}: a {what} must be a YAML mapping of field: value")
+    return config
+
+
+def _check_recipe(recipe: Path, known: set[str]) -> None:
+    config = load_recipe_mapping(recipe)
     unknown = sorted(key for key in config if key not in known and key != "env")
     if unknown:
         raise RecipeError(
