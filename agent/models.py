@@ -85,13 +85,29 @@ def resolve_model_path(name_or_path: str) -> str:
     return str(target)
 
 
+def without_truncation(processor):
+    """Drop a truncation setting that a training run left in the tokenizer.
+
+    Why: TRL truncates to ``max_length`` while training, and the tokenizer saves that state into
+    tokenizer.json; a later load would then cut every longer prompt, image tokens included
+    (agent prompts with tool schemas easily pass 2048 tokens). Prompts are never cut silently.
+    """
+    tokenizer = getattr(processor, "tokenizer", processor)
+    for key in ("max_length", "truncation_strategy", "stride"):
+        tokenizer.init_kwargs.pop(key, None)
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None and backend.truncation is not None:
+        backend.no_truncation()
+    return processor
+
+
 def load_processor(name_or_path: str, **kwargs):
     path = resolve_model_path(name_or_path)
     if AutoConfig.from_pretrained(path).model_type == "qwen3_vl":
         # Real Qwen3-VL checkpoints name the stock processor, which cannot be built without
         # torchvision; ours loads the same tokenizer, image processor and chat template.
-        return LookcloserQwen3VLProcessor.from_pretrained(path, **kwargs)
-    return AutoProcessor.from_pretrained(path, **kwargs)
+        return without_truncation(LookcloserQwen3VLProcessor.from_pretrained(path, **kwargs))
+    return without_truncation(AutoProcessor.from_pretrained(path, **kwargs))
 
 
 def load_model(name_or_path: str, dtype: str | torch.dtype | None = None, **kwargs):

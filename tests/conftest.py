@@ -34,3 +34,17 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip("shared/data is not beside this checkout")
     return SHARED_DATA
+
+
+@pytest.fixture(autouse=True)
+def _fresh_wandb_per_test():
+    """W&B keeps one service per process; a run left from an earlier test must not swallow the next."""
+    yield
+    import sys
+
+    wandb = sys.modules.get("wandb")
+    if wandb is not None:
+        if wandb.run is not None:
+            wandb.finish()
+        wandb.teardown()
+

@@ -62,6 +62,8 @@ def test_sft_lowers_the_loss_and_saves_a_reloadable_checkpoint(tiny_model_dir, t
     model = load_model(out)
     assert model.config.model_type == "qwen3_vl"
     assert (tmp_path / "out" / "processor_config.json").exists()
+    # The truncation TRL applies while training must not be saved into the checkpoint's tokenizer.
+    assert json.loads((tmp_path / "out" / "tokenizer.json").read_text())["truncation"] is None
 
 
 def test_wandb_offline_logging_when_asked(tiny_model_dir, tmp_path, monkeypatch):

@@ -116,6 +116,8 @@ def build_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mod
 
 
 def main(script_args: SFTScriptArguments, training_args: SFTConfig, model_args: ModelConfig) -> str:
+    from agent.models import without_truncation
+
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     if training_args.report_to and "wandb" in training_args.report_to:
         os.environ.setdefault("WANDB_PROJECT", "lookcloser")
@@ -129,7 +131,8 @@ def main(script_args: SFTScriptArguments, training_args: SFTConfig, model_args: 
     # Under ZeRO-3 saving is collective: every rank must call it.
     trainer.save_model(training_args.output_dir)
     if trainer.accelerator.is_main_process:
-        trainer.processing_class.save_pretrained(training_args.output_dir)
+        # Save the processor as it was loaded, not with the truncation TRL set while training.
+        without_truncation(trainer.processing_class).save_pretrained(training_args.output_dir)
     trainer.accelerator.wait_for_everyone()
     trainer.accelerator.print(f"Checkpoint saved to {Path(training_args.output_dir).resolve()}")
     trainer.end()

@@ -1,0 +1,55 @@
+"""The environments, one per task family, and their tool schemas.
+
+Each class works as TRL's ``environment_factory`` as is: a constructor without required
+arguments, ``reset(**example)`` receiving every data-set column of the row (returning an initial
+observation string or None), and the tools as its public methods. The same classes drive
+``agent.loop`` for evaluation, so what is trained is what is measured.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+from agent.image_env import ImageToolEnv
+from agent.photo_env import PhotoCollectionEnv
+from agent.toolkit import ToolEnv, tool_names
+from agent.web_env import WebImageEnv
+
+ENVIRONMENTS: dict[str, type[ToolEnv]] = {
+    "tir_bench": ImageToolEnv,
+    "mir": ImageToolEnv,
+    "synthetic": ImageToolEnv,
+    "disbench": PhotoCollectionEnv,
+    "imagemining": WebImageEnv,
+}
+
+__all__ = ["ENVIRONMENTS", "ImageToolEnv", "PhotoCollectionEnv", "WebImageEnv", "env_class", "tool_schemas"]
+
+
+def env_class(env_cls_or_factory: type | Callable) -> type:
+    """The class behind a factory (a class, or a ``functools.partial`` of one).
+
+    >>> env_class(functools.partial(ImageToolEnv, max_pixels=4096)).__name__
+    'ImageToolEnv'
+    """
+    while isinstance(env_cls_or_factory, functools.partial):
+        env_cls_or_factory = env_cls_or_factory.func
+    if not isinstance(env_cls_or_factory, type):
+        raise TypeError(f"expected an environment class or a functools.partial of one, got {env_cls_or_factory!r}")
+    return env_cls_or_factory
+
+
+def tool_schemas(env_cls: type | Callable) -> list[dict]:
+    """JSON schemas of an environment's tools, as TRL and ``apply_chat_template(tools=...)`` build them.
+
+    For prompts and SFT ``tools`` columns; made by transformers' ``get_json_schema`` from the
+    methods' type hints and Google docstrings, in TRL's order (alphabetical).
+
+    >>> [s["function"]["name"] for s in tool_schemas(ImageToolEnv)]
+    ['adjust', 'crop', 'flip', 'rotate', 'view_image', 'zoom']
+    """
+    from transformers.utils import get_json_schema
+
+    cls = env_class(env_cls)
+    return [get_json_schema(getattr(cls, name)) for name in tool_names(cls)]

@@ -1,0 +1,218 @@
+"""``OpenAIPolicy``: an OpenAI-compatible chat endpoint (``vllm serve``, ``trl vllm-serve``, ...) as the policy.
+
+Images travel as base64 PNG data URLs; the tool schemas go in ``tools``. Tool calls are taken
+from the response's ``tool_calls`` when the server parses them, else parsed from the text the
+way TRL parses Qwen replies (``agent.parsing``, TRL's own parser). Requests have timeouts and are retried with
+backoff on timeouts, connection errors, 429 and 5xx; the key is read from an environment
+variable and sent as a bearer header, never logged.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import time
+
+from PIL import Image
+
+from agent.episode import Episode, Turn
+from agent.images import fit_under_budget
+from agent.parsing import parse_assistant_text
+
+
+class EndpointError(RuntimeError):
+    """The endpoint failed for good (after retries, or with a client error)."""
+
+
+def image_data_url(image: Image.Image, max_pixels: int) -> str:
+    """A PNG data URL of the image, scaled under ``max_pixels`` first.
+
+    >>> image_data_url(Image.new("RGB", (4, 4)), 100)[:22]
+    'data:image/png;base64,'
+    """
+    size = fit_under_budget(image.width, image.height, max_pixels)
+    if size != image.size:
+        image = image.resize(size, Image.Resampling.BICUBIC)
+    buffer = io.BytesIO()
+    image.convert("RGB").save(buffer, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+class OpenAIPolicy:
+    """An OpenAI-compatible ``/chat/completions`` endpoint as the loop's policy.
+
+    Args:
+        base_url: Up to and including ``/v1``, e.g. ``http://127.0.0.1:8000/v1``.
+        model: The served model name.
+        api_key_env: Environment variable holding the API key (no header when unset or empty).
+        timeout: Seconds per request.
+        retries: Extra attempts after a retryable failure.
+        backoff: First retry delay in seconds (doubles each retry).
+        max_workers: Episodes in flight at once.
+        temperature: Sampling temperature (0: greedy).
+        max_image_pixels: Images are scaled under this before upload.
+        tool_images_as: "tool" puts tool-returned images in the tool message (how Qwen3-VL's
+            template and TRL render them); "user" moves them to a user message after it, for
+            servers that accept images only from users.
+        extra_body: Extra JSON fields for every request (e.g. ``{"top_p": 0.9}``).
+    """
+
+    batched = False
+
+    def __init__(self, base_url: str, model: str, api_key_env: str = "OPENAI_API_KEY", *, timeout: float = 120.0,
+                 retries: int = 3, backoff: float = 1.0, max_workers: int = 8, temperature: float = 0.0,
+                 max_image_pixels: int = 2048 * 2048, tool_images_as: str = "tool",
+                 extra_body: dict | None = None) -> None:
+        if tool_images_as not in ("tool", "user"):
+            raise ValueError("tool_images_as must be 'tool' or 'user'")
+        self.base_url, self.model, self.api_key_env = base_url.rstrip("/"), model, api_key_env
+        self.timeout, self.retries, self.backoff, self.max_workers = timeout, retries, backoff, max_workers
+        self.temperature, self.max_image_pixels = temperature, max_image_pixels
+        self.tool_images_as, self.extra_body = tool_images_as, dict(extra_body or {})
+
+    def __repr__(self) -> str:  # never shows the key
+        return f"OpenAIPolicy({self.base_url!r}, {self.model!r}, api_key_env={self.api_key_env!r})"
+
+    def start(self, episode: Episode) -> None:
+        """Nothing to prepare: every request sends the whole conversation."""
+
+    def extend(self, episode: Episode, tool_messages: list[dict]) -> None:
+        """Nothing to do: the next request sends the new messages."""
+
+    def generate(self, episodes: list[Episode], max_new_tokens: int) -> list[Turn]:
+        return [self._turn(ep, max_new_tokens) for ep in episodes]
+
+    # -- request building --
+
+    def _parts(self, content) -> list[dict] | str:
+        if not isinstance(content, list):
+            return "" if content is None else str(content)
+        parts = []
+        for block in content:
+            if isinstance(block.get("image"), Image.Image):
+                parts.append({"type": "image_url", "image_url": {"url": image_data_url(block["image"],
+                                                                                        self.max_image_pixels)}})
+            elif block.get("type") == "text" or "text" in block:
+                parts.append({"type": "text", "text": str(block.get("text", ""))})
+        return parts
+
+    def to_openai_messages(self, messages: list[dict]) -> list[dict]:
+        """The conversation in OpenAI chat format, with tool-call ids pairing calls and results."""
+        out: list[dict] = []
+        pending: list[str] = []
+        for turn, message in enumerate(messages):
+            role = message["role"]
+            if role == "assistant":
+                text = _text_of(message.get("content"))
+                if message.get("reasoning_content"):  # the model wrote it: keep it in its context, as HFPolicy does
+                    text = f"<think>\n{message['reasoning_content']}\n</think>\n\n{text}"
+                item: dict = {"role": "assistant", "content": text}
+                calls = message.get("tool_calls") or []
+                if calls:
+                    pending = [f"call_{turn}_{k}" for k in range(len(calls))]
+                    item["tool_calls"] = [
+                        {"id": cid, "type": "function", "function": {
+                            "name": call["function"]["name"],
+                            "arguments": _arguments_json(call["function"].get("arguments"))}}
+                        for cid, call in zip(pending, calls)]
+                out.append(item)
+            elif role == "tool" and pending:
+                parts = self._parts(message.get("content"))
+                images = [p for p in parts if isinstance(p, dict) and p["type"] == "image_url"]
+                if self.tool_images_as == "user" and images:
+                    texts = [p for p in parts if p["type"] == "text"]
+                    out.append({"role": "tool", "tool_call_id": pending.pop(0), "content": texts or "(image)"})
+                    out.append({"role": "user", "content": images})
+                else:
+                    out.append({"role": "tool", "tool_call_id": pending.pop(0), "content": parts})
+            elif role == "tool":  # an answer to an unparsable call: no id to pair it with
+                out.append({"role": "user", "content": f"<tool_response>\n{_text_of(message.get('content'))}\n"
+                                                       "</tool_response>"})
+            else:
+                out.append({"role": role, "content": self._parts(message.get("content"))})
+        return out
+
+    # -- HTTP --
+
+    def _post(self, payload: dict) -> dict:
+        import requests
+
+        headers = {"Content-Type": "application/json"}
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        last = "no attempt"
+        for attempt in range(self.retries + 1):
+            if attempt:
+                time.sleep(self.backoff * 2 ** (attempt - 1))
+            try:
+                resp = requests.post(f"{self.base_url}/chat/completions", data=json.dumps(payload), headers=headers,
+                                     timeout=self.timeout)
+            except requests.Timeout:
+                last = f"timed out after {self.timeout:g}s"
+                continue
+            except requests.RequestException as err:
+                last = type(err).__name__
+                continue
+            if resp.status_code == 429 or resp.status_code >= 500:
+                last = f"HTTP {resp.status_code}"
+                continue
+            if resp.status_code != 200:
+                raise EndpointError(f"HTTP {resp.status_code}: {resp.text[:300]}")
+            try:
+                return resp.json()
+            except ValueError:
+                last = "a reply that is not JSON"
+        raise EndpointError(f"endpoint failed after {self.retries + 1} attempts ({last})")
+
+    def _turn(self, episode: Episode, max_new_tokens: int) -> Turn:
+        payload = {"model": self.model, "messages": self.to_openai_messages(episode.messages),
+                   "max_tokens": max_new_tokens, "temperature": self.temperature, **self.extra_body}
+        if episode.tools:
+            payload["tools"] = episode.tools
+        try:
+            reply = self._post(payload)
+            choice = reply["choices"][0]
+            raw = choice["message"]
+        except (EndpointError, KeyError, IndexError, TypeError) as err:
+            return Turn({"role": "assistant", "content": ""}, error=f"{type(err).__name__}: {err}")
+        truncated = choice.get("finish_reason") == "length"
+        content = raw.get("content") or ""
+        if raw.get("tool_calls"):
+            message = {"role": "assistant", "content": content, "tool_calls": [
+                {"type": "function", "function": {"name": (c.get("function") or {}).get("name"),
+                                                  "arguments": _arguments_obj((c.get("function") or {}).get("arguments"))}}
+                for c in raw["tool_calls"]]}
+        else:
+            message = parse_assistant_text(content, tools=episode.tools or None)
+        if raw.get("reasoning_content") and "reasoning_content" not in message:
+            message["reasoning_content"] = raw["reasoning_content"]
+        return Turn(message, truncated=truncated)
+
+
+def _text_of(content) -> str:
+    if isinstance(content, list):
+        return "".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and "text" in b)
+    return "" if content is None else str(content)
+
+
+def _arguments_json(arguments) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments if arguments is not None else {})
+
+
+def _arguments_obj(arguments):
+    """Server tool calls carry arguments as a JSON string; a string that does not parse stays a string.
+
+    >>> _arguments_obj('{"a": 1}'), _arguments_obj('{bad'), _arguments_obj(None)
+    ({'a': 1}, '{bad', {})
+    """
+    if arguments is None:
+        return {}
+    if isinstance(arguments, str):
+        try:
+            return json.loads(arguments)
+        except json.JSONDecodeError:
+            return arguments
+    return arguments

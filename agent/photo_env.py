@@ -1,0 +1,223 @@
+"""``PhotoCollectionEnv``: DISBench's tools over one user's photo history (spec §4).
+
+``image_search`` (embedding index), ``get_metadata``, ``filter_metadata`` (time range, place
+text, GPS radius, device, within a named subset), ``view_photos`` (a few photos, downscaled),
+``save_subset`` (named photo sets kept across steps), plus ``web_search`` / ``fetch_page``.
+A row needs ``user_id`` and ``data_root`` (the DISBench folder with ``metadata/`` and ``images/``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from agent import photos as ph
+from agent.embedders import Embedder, LRUCache, build_or_load_index, default_embedder, thumbnail
+from agent.search import SearchBackend
+from agent.toolkit import ToolEnv, ToolError, error_text, tool
+from agent.web_env import WebSearchTools
+
+_COLLECTIONS = LRUCache(size=8)  # (collection, index) per user, shared by the env instances of a process
+LAST_FILTER = "last_filter"
+
+
+class PhotoCollectionEnv(WebSearchTools, ToolEnv):
+    """Search, filter and view one user's photo collection; keep named subsets.
+
+    Args:
+        embedder: Embeds photos and queries for ``image_search`` (default: ``default_embedder()``).
+        cache_dir: Where per-user indexes are cached (default ``~/.cache/lookcloser/photo_index``).
+        max_view: Most photos one ``view_photos`` call shows.
+        view_side: Longest side of a viewed photo, in pixels.
+        max_listed: Most photo ids an observation lists (the full set is still kept in subsets).
+        search_backend: Web search backend (see ``agent.web_env``).
+    """
+
+    def __init__(self, embedder: Embedder | None = None, cache_dir: str | None = None, max_view: int = 8,
+                 view_side: int = 448, max_listed: int = 100, search_backend: SearchBackend | None = None) -> None:
+        super().__init__()
+        self._embedder = embedder
+        self._cache_dir = cache_dir
+        self._max_view, self._view_side, self._max_listed = max_view, view_side, max_listed
+        self._init_search(search_backend, max_results=5, max_page_chars=6000)
+        self._collection: ph.Collection | None = None
+        self._index = None
+        self._query_embedder: Embedder | None = None
+        self._subsets: dict[str, list[str]] = {}
+        self.index_from_cache: bool | None = None
+
+    def reset(self, **example) -> str | None:
+        """Open the row's user collection (``user_id``, ``data_root``); returns a one-line overview."""
+        self._reset_counters()
+        self._subsets = {}
+        self._reset_search(example)
+        root = example.get("data_root") or os.environ.get("LOOKCLOSER_DISBENCH_ROOT")
+        user = example.get("user_id")
+        if not root or not user:
+            raise ValueError("PhotoCollectionEnv needs 'user_id' and 'data_root' in the example")
+        embedder = self._embedder or default_embedder()
+        key = (str(os.path.abspath(root)), str(user), embedder.name)
+
+        def build():
+            collection = ph.load_collection(root, str(user))
+            index, cached = build_or_load_index(collection, embedder, self._cache_dir)
+            return collection, index, cached
+
+        self._collection, self._index, self.index_from_cache = _COLLECTIONS.get_or_create(key, build)
+        self._query_embedder = embedder
+        all_photos = list(self._collection.photos.values())
+        return f"\nPhoto collection of user {user}: {ph.summarize(all_photos)}."
+
+    # -- helpers --
+
+    def _photos(self, photo_ids: list[str]) -> tuple[list[ph.Photo], list[str]]:
+        """Known photos in the given order (de-duplicated) and the unknown ids."""
+        if self._collection is None:
+            raise ToolError("no photo collection is open")
+        known, unknown, seen = [], [], set()
+        for pid in photo_ids:
+            pid = pid.strip()
+            if pid in seen:
+                continue
+            seen.add(pid)
+            (known if pid in self._collection.photos else unknown).append(pid)
+        return [self._collection.photos[pid] for pid in known], unknown
+
+    def _list_ids(self, ids: list[str]) -> str:
+        shown = ", ".join(ids[: self._max_listed])
+        more = f" … and {len(ids) - self._max_listed} more" if len(ids) > self._max_listed else ""
+        return f"[{shown}{more}]"
+
+    def _subset(self, name: str) -> list[str]:
+        if name not in self._subsets:
+            names = ", ".join(sorted(self._subsets)) or "none yet"
+            raise ToolError(f"no subset named {name!r}; saved subsets: {names}")
+        return self._subsets[name]
+
+    # -- tools --
+
+    @tool
+    def image_search(self, query: str, top_k: int = 10) -> str:
+        """Find the photos that best match a description (or look like a given photo), best first.
+
+        Args:
+            query: A short visual description, e.g. "red car on a beach", or a photo id to find similar photos.
+            top_k: How many photos to return, 1 to 50.
+        """
+        if not 1 <= top_k <= 50:
+            raise ToolError(f"top_k must be between 1 and 50, got {top_k}")
+        query = query.strip()
+        if not query:
+            raise ToolError("query is empty")
+        self._photos([])
+        if query in self._collection.photos:
+            vector = self._index.vectors[self._index.position[query]]
+        else:
+            vector = self._query_embedder.embed_texts([query])[0]
+        if vector.shape[-1] != self._index.vectors.shape[1]:
+            raise ToolError("the photo index has no embeddings (no readable images)")
+        hits = self._index.search(vector, top_k)
+        rows = []
+        for pid, score in hits:
+            photo = self._collection.photos[pid]
+            when = f" {photo.taken:%Y-%m-%d}" if photo.taken else ""
+            where = f" {photo.address}" if photo.address else ""
+            rows.append(f"{pid} ({score:.3f}){when}{where}")
+        return f"Top {len(rows)} photos for {query!r}:\n" + "\n".join(rows)
+
+    @tool
+    def get_metadata(self, photo_ids: list[str]) -> str:
+        """Get the time, GPS position, address and device of photos (unknown fields are left out).
+
+        Args:
+            photo_ids: Photo ids, at most 50.
+        """
+        if not photo_ids:
+            raise ToolError("photo_ids is empty")
+        if len(photo_ids) > 50:
+            raise ToolError(f"at most 50 photo ids per call, got {len(photo_ids)}")
+        known, unknown = self._photos(photo_ids)
+        body = ph.dumps_compact([p.describe() for p in known])
+        if unknown:
+            return error_text(f"unknown photo ids: {', '.join(unknown)}." + (f" The others:\n{body}" if body else ""))
+        return body
+
+    @tool
+    def filter_metadata(self, start_time: str = "", end_time: str = "", place: str = "",
+                        latitude: float | None = None, longitude: float | None = None,
+                        radius_km: float | None = None, device: str = "", subset: str = "") -> str:
+        """Find the photos whose metadata match every given criterion; photos lacking a field do not match it. The result is saved as the subset "last_filter".
+
+        Args:
+            start_time: Earliest time, "YYYY-MM-DD", "YYYY-MM-DD HH:MM:SS", "YYYY-MM" or "YYYY".
+            end_time: Latest time, same formats; a date includes that whole day (a month, that whole month).
+            place: Text to find in the address, e.g. "Paris" (case-insensitive).
+            latitude: Latitude of a centre point; give it with longitude and radius_km.
+            longitude: Longitude of a centre point.
+            radius_km: Radius around the centre point, in kilometres.
+            device: Text to find in the camera/device name (case-insensitive).
+            subset: Only search within this saved subset.
+        """
+        self._photos([])
+        gps = (latitude, longitude, radius_km)
+        if any(v is not None for v in gps) and any(v is None for v in gps):
+            raise ToolError("a GPS filter needs latitude, longitude and radius_km together")
+        if latitude is not None and not (-90 <= latitude <= 90 and -180 <= longitude <= 180 and radius_km > 0):
+            raise ToolError("latitude must be in [-90, 90], longitude in [-180, 180] and radius_km > 0")
+        start = ph.parse_time(start_time) if start_time.strip() else None
+        end = ph.parse_time(end_time, end=True) if end_time.strip() else None
+        if start and end and start > end:
+            raise ToolError(f"start_time {start_time!r} is after end_time {end_time!r}")
+        if not any([start, end, place.strip(), latitude is not None, device.strip(), subset.strip()]):
+            raise ToolError("give at least one criterion")
+        pool = [self._collection.photos[p] for p in self._subset(subset.strip())] if subset.strip() else \
+            list(self._collection.photos.values())
+        center = (latitude, longitude) if latitude is not None else None
+        found = ph.filter_photos(pool, start=start, end=end, place=place, center=center, radius_km=radius_km,
+                                 device=device)
+        ids = [p.photo_id for p in found]
+        self._subsets[LAST_FILTER] = ids
+        if not ids:
+            return "No photos match."
+        return f"{ph.summarize(found)} match (oldest first), saved as subset {LAST_FILTER!r}: {self._list_ids(ids)}"
+
+    @tool
+    def view_photos(self, photo_ids: list[str]) -> list[dict] | str:
+        """Look at photos (downscaled), each with its id, time and place.
+
+        Args:
+            photo_ids: Photo ids, at most 8 per call.
+        """
+        if not photo_ids:
+            raise ToolError("photo_ids is empty")
+        known, unknown = self._photos(photo_ids)
+        if unknown:
+            raise ToolError(f"unknown photo ids: {', '.join(unknown)}")
+        if len(known) > self._max_view:
+            raise ToolError(f"at most {self._max_view} photos per call, got {len(known)}")
+        blocks = []
+        for photo in known:
+            path = self._collection.image_path(photo.photo_id)
+            if not path.is_file():
+                raise ToolError(f"the image of photo {photo.photo_id} is missing")
+            meta = {k: v for k, v in photo.describe().items() if k in ("taken_time", "address") and v}
+            blocks.append({"type": "text", "text": f"Photo {photo.photo_id} {meta}" if meta else f"Photo {photo.photo_id}"})
+            blocks.append({"type": "image", "image": thumbnail(path, self._view_side)})
+        return blocks
+
+    @tool
+    def save_subset(self, name: str, photo_ids: list[str]) -> str:
+        """Save photos under a name to use later (e.g. with filter_metadata's subset); saving again replaces it.
+
+        Args:
+            name: Subset name: letters, digits, "_" or "-", at most 40 characters.
+            photo_ids: Photo ids to keep in the subset.
+        """
+        name = name.strip()
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,40}", name):
+            raise ToolError(f"subset name {name!r} must be 1-40 letters, digits, '_' or '-'")
+        known, unknown = self._photos(photo_ids)
+        if unknown:
+            raise ToolError(f"unknown photo ids: {', '.join(unknown)}; nothing saved")
+        self._subsets[name] = [p.photo_id for p in known]
+        return f"Saved subset {name!r} with {len(known)} photos."

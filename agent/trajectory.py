@@ -1,0 +1,108 @@
+"""``Trajectory``: one finished episode, and its JSON form with images as PNG files beside it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from PIL import Image
+
+STOP_REASONS = ("answer", "max_turns", "max_images", "error")
+
+
+@dataclass
+class Trajectory:
+    """A finished episode.
+
+    Attributes:
+        messages: The conversation: system/user prompt, assistant turns (``content``, optional
+            ``reasoning_content`` and ``tool_calls``) and ``tool`` messages (content blocks).
+        final_response: The content of the last assistant turn (the answer when
+            ``stop_reason == "answer"``).
+        stop_reason: "answer" (a turn without a tool call), "max_turns", "max_images" or "error".
+        num_turns: Assistant turns generated.
+        tool_calls: Tool calls made (counted by the environment, malformed ones included).
+        tool_errors: Calls answered with an ``Error:`` observation.
+        images: Every image of the conversation in order: inputs first, then tool results.
+        truncated: The last turn hit the per-turn token cap.
+        error: What went wrong when ``stop_reason == "error"``.
+        example_index: Position of the example in the list given to ``run_episodes``.
+    """
+
+    messages: list[dict]
+    final_response: str
+    stop_reason: str
+    num_turns: int
+    tool_calls: int
+    tool_errors: int
+    images: list[Image.Image] = field(default_factory=list)
+    truncated: bool = False
+    error: str | None = None
+    example_index: int | None = None
+
+    def to_json(self, directory: str | Path, name: str = "trajectory") -> Path:
+        """Write ``{name}.json`` into ``directory`` with images as ``{name}-img{k}.png`` next to it."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        files: dict[int, str] = {}
+
+        def ref(image: Image.Image) -> str:
+            if id(image) not in files:
+                files[id(image)] = f"{name}-img{len(files):03d}.png"
+                image.save(directory / files[id(image)])
+            return files[id(image)]
+
+        image_files = [ref(img) for img in self.images]
+        messages = [_message_to_json(m, ref) for m in self.messages]
+        data = {
+            "messages": messages, "final_response": self.final_response, "stop_reason": self.stop_reason,
+            "num_turns": self.num_turns, "tool_calls": self.tool_calls, "tool_errors": self.tool_errors,
+            "images": image_files, "truncated": self.truncated, "error": self.error,
+            "example_index": self.example_index,
+        }
+        path = directory / f"{name}.json"
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def from_json(cls, path: str | Path) -> Trajectory:
+        """Read a trajectory written by ``to_json`` (images are opened from their files)."""
+        path = Path(path)
+        data = json.loads(path.read_text(encoding="utf-8"))
+        cache: dict[str, Image.Image] = {}
+
+        def load(ref: str) -> Image.Image:
+            if ref not in cache:
+                if Path(ref).name != ref:
+                    raise ValueError(f"{path}: image reference {ref!r} must be a file name beside the JSON")
+                with Image.open(path.parent / ref) as img:
+                    cache[ref] = img.convert("RGB")
+            return cache[ref]
+
+        images = [load(ref) for ref in data.pop("images")]
+        messages = [_message_from_json(m, load) for m in data.pop("messages")]
+        return cls(messages=messages, images=images, **data)
+
+
+def _message_to_json(message: dict, ref) -> dict:
+    out = dict(message)
+    if isinstance(message.get("content"), list):
+        out["content"] = [
+            {**block, "image": ref(block["image"])} if isinstance(block.get("image"), Image.Image) else block
+            for block in message["content"]
+        ]
+    return out
+
+
+def _message_from_json(message: dict, load) -> dict:
+    out = dict(message)
+    if isinstance(message.get("content"), list):
+        out["content"] = [
+            {**block, "image": load(block["image"])} if block.get("type") == "image" and isinstance(
+                block.get("image"), str) else block
+            for block in message["content"]
+        ]
+    return out

@@ -1,0 +1,299 @@
+"""Small generated benchmarks in each official on-disk format: the embedded default's eval data.
+
+Deterministic (fixed seeds, no clock), written once into ``$LOOKCLOSER_CACHE/eval_fixtures/v1``
+(or any folder) and reused. They exercise the loaders, tools and scorers with every answer shape
+the real files have; they do not measure model quality. MIR uses the bundled ``data/mir_sample``
+(the main job's training data) when present, else regenerates it.
+
+    python -c "from eval.fixtures import write_fixtures; print(write_fixtures('/tmp/fx'))"
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import shutil
+from pathlib import Path
+
+from PIL import Image, ImageDraw
+
+VERSION = "v2"
+REPO_MIR_SAMPLE = Path(__file__).resolve().parents[1] / "data" / "mir_sample"
+COLOURS = {"red": (220, 30, 30), "green": (30, 160, 60), "blue": (40, 70, 220), "yellow": (235, 200, 20),
+           "purple": (150, 70, 190), "white": (245, 245, 245), "gray": (128, 128, 128)}
+
+
+def fixtures_dir() -> Path:
+    root = os.environ.get("LOOKCLOSER_CACHE") or Path.home() / ".cache" / "lookcloser"
+    return Path(root) / "eval_fixtures" / VERSION
+
+
+def ensure_fixtures(root: str | Path | None = None) -> Path:
+    """The fixture root, written on first use (a marker file says it is complete)."""
+    root = Path(root) if root else fixtures_dir()
+    if not (root / ".complete").exists():
+        # Written beside, then renamed: a concurrent run never reads a half-written folder.
+        tmp = root.with_name(f"{root.name}.{os.getpid()}.tmp")
+        write_fixtures(tmp)
+        try:
+            tmp.rename(root)
+        except OSError:  # another process finished first (or a stale incomplete folder is there)
+            if not (root / ".complete").exists():
+                shutil.rmtree(root, ignore_errors=True)
+                tmp.rename(root)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return root
+
+
+def write_fixtures(root: str | Path) -> Path:
+    root = Path(root)
+    write_tir_bench(root / "tir_bench")
+    write_disbench(root / "disbench")
+    write_imagemining(root / "imagemining")
+    write_mir(root / "mir")
+    (root / ".complete").write_text(VERSION + "\n")
+    return root
+
+
+def write_mir(folder: Path) -> Path:
+    """MIR: a copy of the bundled sample (the main job's training data), regenerated if absent."""
+    if (REPO_MIR_SAMPLE / "all_data_rel.json").is_file():
+        shutil.copytree(REPO_MIR_SAMPLE, folder, dirs_exist_ok=True)
+    else:
+        from data_builders.sample_mir import generate_sample
+
+        generate_sample(folder)
+    return folder
+
+
+def _scene(size: tuple[int, int], background, shapes: list[tuple[str, tuple, tuple]]) -> Image.Image:
+    img = Image.new("RGB", size, background)
+    draw = ImageDraw.Draw(img)
+    for kind, box, fill in shapes:
+        if kind == "circle":
+            draw.ellipse(box, fill=fill)
+        elif kind == "text":
+            draw.text(box[:2], fill[0], fill=fill[1])
+        else:
+            draw.rectangle(box, fill=fill)
+    return img
+
+
+# -- TIR-Bench: 2 items for each of the 13 tasks, every answer shape of the real file --
+
+def _tir_records(rng: random.Random) -> list[tuple[dict, list[Image.Image]]]:
+    def choice_prompt(question: str, options: list[str], style: str) -> str:
+        fmt = {"dot": "{l}. {o}", "colon": "{l}: {o}", "paren": "({l}) {o}"}[style]
+        return question + "\n" + "\n".join(fmt.format(l="ABCDEFGHIJ"[i], o=o) for i, o in enumerate(options))
+
+    out = []
+    for k in range(2):
+        share = rng.choice([25, 49, 64])
+        img = _scene((160, 120), COLOURS["white"], [("rect", (0, 0, 160 * share // 100, 120), COLOURS["blue"])])
+        opts = [f"{share}%", f"{share + 16}%", f"{share + 8}%", f"{share - 8}%"]
+        out.append(({"task": "refcoco", "answer": "A", "prompt": choice_prompt(
+            f"Which value is closest to the share of image {k} covered by the blue region?", opts, "colon")}, [img]))
+        reading = rng.randint(40, 99)
+        out.append(({"task": "instrument", "answer": str(reading) if k else reading, "prompt":
+                     f"Gauge {k}: what temperature does the thermometer show, in Fahrenheit? Answer as an integer."},
+                    [_scene((96, 160), COLOURS["white"], [("rect", (44, 150 - reading, 52, 150), COLOURS["red"]),
+                                                          ("text", (4, 4, 0, 0), (f"{reading}F", (0, 0, 0)))])]))
+        name = ["red", "green"][k]
+        out.append(({"task": "color", "answer": "B", "prompt": choice_prompt(
+            f"Color question {k}: what is the colour of the circle?", ["blue", name, "yellow", "gray"], "dot")},
+                    [_scene((128, 128), COLOURS["white"], [("circle", (30, 30, 98, 98), COLOURS[name])])]))
+        out.append(({"task": "rotation_game", "answer": "C", "prompt": choice_prompt(
+            f"Puzzle {k}: how many degrees should you rotate this image CLOCKWISE to restore it?",
+            ["0°", "90°", "180°", "270°"], "dot")},
+                    [_scene((128, 96), COLOURS["white"], [("text", (40, 40, 0, 0), ("UP", (0, 0, 0)))]).rotate(180)]))
+        a, b = rng.randint(2, 9), rng.randint(2, 9)
+        out.append(({"task": "math", "answer": f"{a * b / 4:g}" if k else str(a + b), "prompt":
+                     f"Problem {k}: compute the value written in the image." + (" Give a decimal." if k else "")},
+                    [_scene((160, 64), COLOURS["white"], [("text", (8, 24, 0, 0),
+                                                           (f"{a}*{b}/4" if k else f"{a}+{b}", (0, 0, 0)))])]))
+        out.append(({"task": "word_search", "answer": "[3, 6]" if k else 4, "prompt":
+                     (f"Grid {k}: give the (row, column) where the word CAT starts." if k else
+                      f"Grid {k}: how many times does the word DOG appear?")},
+                    [_scene((160, 160), COLOURS["white"], [("text", (8, 8 + 14 * r, 0, 0), (
+                        " ".join(rng.choice("ACDGOT") for _ in range(10)), (0, 0, 0))) for r in range(10)])]))
+        out.append(({"task": "visual_search", "answer": "D", "prompt": choice_prompt(
+            f"Scene {k}: what colour is the small square in the corner?", ["red", "blue", "green", "yellow"],
+            "paren")}, [_scene((256, 192), COLOURS["gray"], [("rect", (236, 172, 248, 184), COLOURS["yellow"])])]))
+        word = ["lookcloser", "Zoom In"][k]
+        out.append(({"task": "ocr", "answer": word, "prompt": f"Sign {k}: what does the small text say?"},
+                    [_scene((200, 80), COLOURS["white"], [("text", (10, 30, 0, 0), (word, (0, 0, 0)))])]))
+        out.append(({"task": "symbolic", "answer": "ACD" if k else "BD", "prompt": choice_prompt(
+            f"Figure {k}: which statements are true? Select all that apply.",
+            ["there is a circle", "there is a triangle", "there is a square", "the circle is red"], "dot")},
+                    [_scene((128, 96), COLOURS["white"], [("circle", (8, 8, 48, 48), COLOURS["red"]),
+                                                          ("rect", (70, 40, 110, 80), COLOURS["blue"])])]))
+        left = _scene((128, 128), COLOURS["white"], [("rect", (8, 8, 40, 40), COLOURS["blue"])])
+        right = _scene((128, 128), COLOURS["white"], [("rect", (8, 8, 40, 40), COLOURS["red"]),
+                                                      ("circle", (90, 90, 120, 120), COLOURS["green"])])
+        out.append(({"task": "spot_difference", "answer": "1, 16" if k else 2, "prompt":
+                     (f"Pair {k}: output the list of patch indices where the two images differ. Note that in this "
+                      f"image, n is 4 and m is 4" if k else f"Pair {k}: how many differences are there?")},
+                    [left, right]))
+        order = list(range(1, 10))
+        rng.shuffle(order)
+        tiles = Image.new("RGB", (150, 150))
+        for pos, piece in enumerate(order):
+            shade = 25 * piece
+            tiles.paste((shade, 255 - shade, 120), (50 * (pos % 3), 50 * (pos // 3), 50 * (pos % 3) + 50,
+                                                     50 * (pos // 3) + 50))
+        out.append(({"task": "jigsaw", "answer": str(order) if k else ", ".join(map(str, order)),
+                     "meta_data": {"difficulty": 3}, "prompt":
+                     f"Puzzle {k}: the image was cut into 3×3 pieces and scrambled. Output the correct order of "
+                     "the pieces as a list of piece numbers, row by row."}, [tiles]))
+        out.append(({"task": "contrast", "answer": "A", "prompt": choice_prompt(
+            f"Low-contrast image {k}: what shape is hidden in it?", ["circle", "square", "star"], "dot")},
+                    [_scene((128, 128), (120, 120, 120), [("circle", (30, 30, 98, 98), (126, 126, 126))])]))
+        out.append(({"task": "maze", "answer": "B" if k else 3, "prompt": (choice_prompt(
+            f"Maze {k}: which exit does the path from the green dot reach?", ["exit 1", "exit 2", "exit 3"], "dot")
+            if k else f"Maze {k}: how many dead ends does the maze have?")},
+                    [_scene((120, 120), COLOURS["white"], [("rect", (10, 10, 110, 14), (0, 0, 0)),
+                                                           ("rect", (10, 10, 14, 110), (0, 0, 0)),
+                                                           ("circle", (20, 20, 30, 30), COLOURS["green"])])]))
+    return out
+
+
+# Items per task in the real TIR-Bench.json (spec §3): 1,215 in all.
+TIR_TASK_COUNTS = {"instrument": 80, "color": 100, "refcoco": 120, "rotation_game": 75, "math": 120,
+                   "word_search": 100, "visual_search": 120, "ocr": 60, "symbolic": 50, "spot_difference": 100,
+                   "contrast": 50, "jigsaw": 120, "maze": 120}
+
+
+def _tir_sized(rng: random.Random, counts: dict[str, int]):
+    """Records drawn round after round until every task has its count; prompts made unique."""
+    left, out = dict(counts), []
+    while any(left.values()):
+        for record, images in _tir_records(rng):
+            if left.get(record["task"], 0) > 0:
+                left[record["task"]] -= 1
+                out.append(({**record, "prompt": f"[{len(out) + 1}] {record['prompt']}"}, images))
+    return out
+
+
+def write_tir_bench(folder: Path, counts: dict[str, int] | None = None) -> Path:
+    """The 26-item fixture, or with ``counts`` (e.g. ``TIR_TASK_COUNTS``) a benchmark-sized one."""
+    rng = random.Random(7)
+    records = []
+    suffixes = (".jpg", ".png", ".webp")
+    pairs = _tir_records(rng) if counts is None else _tir_sized(rng, counts)
+    for index, (record, images) in enumerate(pairs, start=1):
+        names = []
+        for side, image in enumerate(images):
+            # Never "<n>.jpg": the official OCR quirk rewrites the answers of 60.jpg / 62.jpg.
+            rel = f"data/{record['task']}/{index}{['_img', '_left', '_right'][side + (len(images) > 1)]}" \
+                  f"{suffixes[index % 3]}"
+            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+            image.save(folder / rel)
+            names.append(rel)
+        records.append({"id": index, "task": record["task"], "answer": record["answer"], "prompt": record["prompt"],
+                        "image_1": names[0], "image_2": names[1] if len(names) > 1 else None,
+                        "meta_data": record.get("meta_data", {})})
+    (folder / "TIR-Bench.json").write_text(json.dumps(records, ensure_ascii=False, indent=1), encoding="utf-8")
+    return folder
+
+
+# -- DISBench: two users' photo histories with events; metadata sometimes missing --
+
+_EVENTS = {
+    "10000001@N01": [("2019-06-14", "Paris, Île-de-France, France", (48.8566, 2.3522), "red"),
+                     ("2019-08-03", "London, England, United Kingdom", (51.5074, -0.1278), "yellow"),
+                     ("2020-03-21", "Tokyo, Japan", (35.6762, 139.6503), "yellow")],
+    "10000002@N02": [("2018-12-24", "Oslo, Norway", (59.9139, 10.7522), "green"),
+                     ("2019-07-10", "Rome, Lazio, Italy", (41.9028, 12.4964), "purple"),
+                     ("2021-05-01", "Oslo, Norway", (59.9139, 10.7522), "purple")],
+}
+
+
+def write_disbench(folder: Path) -> Path:
+    rng = random.Random(11)
+    queries = []
+    for u, (user, events) in enumerate(_EVENTS.items()):
+        (folder / "images" / user).mkdir(parents=True, exist_ok=True)
+        (folder / "metadata").mkdir(parents=True, exist_ok=True)
+        (folder / "photo_ids").mkdir(parents=True, exist_ok=True)
+        lines, id_lines, by_event = [], [], []
+        for e, (day, address, (lat, lon), colour) in enumerate(events):
+            members = []
+            for p in range(8):
+                pid = f"{7759000000 + 1000 * u + 100 * e + p}"
+                target = p < 3  # the first three photos of an event show its coloured object
+                fill = COLOURS[colour] if target else COLOURS[rng.choice(["blue", "gray", "white"])]
+                img = _scene((96, 72), (200, 220, 235), [("circle", (20, 10, 76, 62), fill)])
+                img.save(folder / "images" / user / f"{pid}.jpg", quality=90)
+                digest = hashlib.md5((folder / "images" / user / f"{pid}.jpg").read_bytes()).hexdigest()
+                id_lines.append(f"{pid}\t{digest}")
+                meta = {"taken_time": f"{day} {10 + p:02d}:{rng.randint(0, 59):02d}:00", "longitude": lon,
+                        "latitude": lat, "accuracy": 16.0, "address": address, "capturedevice": "Canon EOS 5D"}
+                if p == 7:  # photos without GPS or device happen: handle it
+                    meta.update(longitude=None, latitude=None, accuracy=None)
+                    del meta["capturedevice"]
+                lines.append(json.dumps({"photo_id": pid, "metadata": meta}))
+                members.append((pid, target))
+            by_event.append(members)
+        (folder / "metadata" / f"{user}.jsonl").write_text("\n".join(lines) + "\n")
+        (folder / "photo_ids" / f"{user}.txt").write_text("\n".join(id_lines) + "\n")
+        first, recurring = events[0], events[1][3]
+        queries.append({"query_id": str(2 * u + 1), "user_id": user, "event_type": "intra-event",
+                        "query": f"Find the photos from the trip to {first[1].split(',')[0]} in "
+                                 f"{first[0][:7]} that show the {first[3]} balloon.",
+                        "answer": [pid for pid, t in by_event[0] if t]})
+        queries.append({"query_id": str(2 * u + 2), "user_id": user, "event_type": "inter-event",
+                        "query": f"Find every photo of my {recurring} kite, across all trips after 2019-01-01.",
+                        "answer": [pid for members in by_event[1:] for pid, t in members if t]})
+    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    return folder
+
+
+# -- ImageMining: 2 items per domain, every answer shape (units, zh answers, alternatives) --
+
+_IM_ITEMS = [
+    ("Rich Text", "Poster", ["Text Reasoning", "Object Recognition"], "no", "yes", "DOU WEI", "DOU WEI", "png"),
+    ("Rich Text", "Menu", ["Text Reasoning"], "no", "no", "12 dollars", "12美元", "PNG"),
+    ("Science", "Biology", ["Object Recognition", "Image Retrieval Reasoning"], "yes", "yes", "8", "8个", "jpg"),
+    ("Science", "Astronomy", ["Spatiotemporal Reasoning"], "yes", "no", "4700 mAh", "4700毫安时", "JPG"),
+    ("Place", "Landmark", ["Image Retrieval Reasoning", "Spatiotemporal Reasoning"], "yes", "yes", "1944", "1944年",
+     "jpeg"),
+    ("Place", "Street", ["Object Recognition"], "no", "yes", "Cherwell Street", "彻韦尔街", "JPEG"),
+    ("Social & Humanities", "Politics", ["Event Reasoning", "Image Retrieval Reasoning"], "yes", "no",
+     "The Atlantic Charter", "大西洋宪章", "webp"),
+    ("Social & Humanities", "History", ["Event Reasoning"], "no", "no", "1815", "1815年", "png"),
+    ("Product", "Electronics", ["Object Recognition", "Text Reasoning"], "yes", "yes", "$3299", "3299美元", "jpg"),
+    ("Product", "Fashion", ["Object Recognition"], "no", "yes", "(Pale/Light) purple", "淡紫色", "png"),
+    ("Entertainment & Sports", "Football", ["Event Reasoning", "Spatiotemporal Reasoning"], "yes", "no", "3", "3",
+     "jpg"),
+    ("Entertainment & Sports", "Film", ["Image Retrieval Reasoning"], "yes", "yes", "Blade Runner", "银翼杀手",
+     "webp"),
+    ("Nature", "Birds", ["Object Recognition", "Image Retrieval Reasoning"], "no", "yes", "Kingfisher", "翠鸟", "png"),
+    ("Nature", "Plants", ["Text Reasoning", "Spatiotemporal Reasoning"], "no", "no", "30.679 billion yuan",
+     "306.79亿元", "JPG"),
+]
+
+
+def write_imagemining(folder: Path) -> Path:
+    (folder / "images").mkdir(parents=True, exist_ok=True)
+    lines, corpus = [], []
+    for n, (l1, l2, tags, before, during, answer, answer_zh, ext) in enumerate(_IM_ITEMS):
+        item_id = 3 * n + 1  # ids are not contiguous in the real file
+        name = f"{item_id}.{ext}"
+        img = _scene((160, 120), COLOURS["white"], [("rect", (10, 10, 150, 110), COLOURS["gray"]),
+                                                    ("text", (20, 50, 0, 0), (f"clue {item_id}", (255, 255, 255)))])
+        img.save(folder / "images" / name, format={"jpg": "JPEG", "jpeg": "JPEG"}.get(ext.lower(), ext.upper()))
+        question = f"Item {item_id} ({l2}): find the page about the clue in the image; what does it give as the answer?"
+        lines.append(json.dumps({
+            "id": item_id, "category_l1": l1, "category_l2": l2, "difficulty_tags": tags, "image": name,
+            "question": question, "answer": answer, "question_zh": f"第{item_id}题：图中的线索对应的答案是什么？",
+            "answer_zh": answer_zh, "reasoning": f"1. Read 'clue {item_id}' in the image.\n2. Search it; the page "
+            f"gives {answer}.", "reasoning_zh": f"1. 读出图中的线索。\n2. 搜索得到{answer_zh}。",
+            "need_image_before_search": before, "need_image_during_search": during}, ensure_ascii=False))
+        corpus.append(json.dumps({"url": f"https://example.org/clue-{item_id}", "title": f"Clue {item_id}",
+                                  "text": f"The answer for clue {item_id} is {answer}."}))
+    (folder / "data.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    # Not part of ImageMining's layout: an offline corpus so web_search works without internet.
+    (folder / "search_corpus.jsonl").write_text("\n".join(corpus) + "\n", encoding="utf-8")
+    return folder

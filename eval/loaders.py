@@ -1,0 +1,325 @@
+"""One loader interface over the four benchmarks' official on-disk layouts (spec: benchmarks.md).
+
+``load_benchmark(name, root)`` reads a benchmark folder exactly as its authors ship it and returns
+``EvalItem``s: what the agent loop gets (``example``: the prompt and the environment's ``reset``
+arguments, images as absolute paths), what the scorer gets (``gold``), and the groups an item is
+reported under (``tags``). Every problem is a ``RecordError`` naming file, record and field.
+
+| name          | folder holds                                                                  |
+|---------------|-------------------------------------------------------------------------------|
+| `tir_bench`   | `TIR-Bench.json` + `data/...` images (paths in `image_1`/`image_2`)           |
+| `mir`         | `all_data_rel.json` + images (relative to the folder or its `images/`)        |
+| `disbench`    | `queries.jsonl`, `metadata/{user}.jsonl`, `images/{user}/{photo}.jpg`         |
+| `imagemining` | `data.jsonl` + `images/`                                                      |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from data_builders.records import (
+    RecordError,
+    check_image,
+    iter_jsonl,
+    read_json_records,
+    record_id,
+    resolve_image_path,
+)
+
+BENCHMARKS = ("tir_bench", "mir", "disbench", "imagemining")
+# Main data file of each layout: how a folder is recognised as that benchmark.
+DATA_FILES = {"tir_bench": "TIR-Bench.json", "mir": "all_data_rel.json", "disbench": "queries.jsonl",
+              "imagemining": "data.jsonl"}
+# Folder names tried under a shared --data-root (ours first, then the upstream spelling).
+FOLDER_NAMES = {"tir_bench": ("tir_bench", "TIR-Bench"), "mir": ("mir", "MIR"),
+                "disbench": ("disbench", "DISBench"), "imagemining": ("imagemining", "ImageMining")}
+# MIR's 12 subtasks in their 3 categories (spec §1); keys are normalised subtask names.
+MIR_CATEGORIES = {
+    **dict.fromkeys(("speed_comparison", "motion_detection", "cooking_process", "image_puzzle"), "Sequential"),
+    **dict.fromkeys(("location_relationship", "depth_relationship", "3d_view", "forced_perspective"), "Spatial"),
+    **dict.fromkeys(("chart_analysis", "yes_but_satire", "yes_but", "weight_comparison", "scale_blur"),
+                    "Analytical"),
+}
+DISBENCH_INSTRUCTION = (
+    "\nSearch this user's photo collection with the tools and find every photo that satisfies the request. "
+    'Answer with the list of photo ids, e.g. <answer>["1234567890", "2345678901"]</answer>.'
+)
+
+
+class EvalError(ValueError):
+    """A bad setting or output folder: the CLI reports it as one line."""
+
+
+@dataclass
+class EvalItem:
+    """One benchmark question, ready for the loop and the scorer.
+
+    Attributes:
+        id: Unique within the benchmark (the record's own id, as a string).
+        benchmark: One of ``BENCHMARKS``.
+        example: The row given to ``agent.loop.run_episodes``: ``question`` or ``prompt``, ``images``
+            (absolute paths) and whatever the environment's ``reset`` needs (``user_id``, ``data_root``).
+        gold: What ``eval.scoring`` passes to ``rewards/`` (e.g. the official TIR-Bench record).
+        tags: Report groups, name -> values (several values: the item counts in each group).
+    """
+
+    id: str
+    benchmark: str
+    example: dict
+    gold: dict
+    tags: dict[str, list[str]] = field(default_factory=dict)
+
+
+def find_benchmark_dir(name: str, data_root: str | Path) -> Path:
+    """The folder holding ``name``'s data: ``data_root`` itself or one of its named subfolders.
+
+    >>> find_benchmark_dir("mir", "/nonexistent")
+    Traceback (most recent call last):
+    ...
+    data_builders.records.RecordError: /nonexistent: record None, field 'mir': no all_data_rel.json in /nonexistent or its subfolders mir/, MIR/
+    """
+    root = Path(data_root)
+    subs = [root / sub for sub in FOLDER_NAMES[name]]
+    nested = [child for sub in subs if sub.is_dir() for child in sorted(sub.iterdir()) if child.is_dir()]
+    for candidate in (root, *subs, *nested):  # nested: a download that unpacked into its own folder
+        if (candidate / DATA_FILES[name]).is_file():
+            return candidate
+    subs = ", ".join(f"{s}/" for s in FOLDER_NAMES[name])
+    raise RecordError(root, None, name, f"no {DATA_FILES[name]} in {root} or its subfolders {subs}")
+
+
+def load_benchmark(name: str, root: str | Path, *, check_images: bool = True, limit: int | None = None,
+                   **options) -> list[EvalItem]:
+    """Read and validate one benchmark folder (see the module table) into ``EvalItem``s.
+
+    ``options``: ``mir_prompt_stage`` (0: MIR's benchmark prompt, question and options only; 1-3 add
+    the curriculum's reference context), ``search_corpus`` (ImageMining: an offline JSONL corpus
+    for ``web_search``).
+    """
+    loaders = {"tir_bench": load_tir_bench, "mir": load_mir, "disbench": load_disbench,
+               "imagemining": load_imagemining}
+    if name not in loaders:
+        raise EvalError(f"unknown benchmark {name!r}; choose from {', '.join(BENCHMARKS)}")
+    items = loaders[name](Path(root), check_images=check_images, limit=limit, **options)
+    seen: set[str] = set()
+    for item in items:
+        if item.id in seen:
+            raise RecordError(Path(root) / DATA_FILES[name], item.id, "id", "duplicate id")
+        seen.add(item.id)
+    return items
+
+
+def _require(record: dict, key: str, kinds: type | tuple, source: Path, rid: object, *, nonempty: bool = True):
+    value = record.get(key)
+    if value is None:
+        raise RecordError(source, rid, key, "missing required field")
+    if not isinstance(value, kinds) or isinstance(value, bool):
+        names = "/".join(k.__name__ for k in (kinds if isinstance(kinds, tuple) else (kinds,)))
+        raise RecordError(source, rid, key, f"must be {names}, got {type(value).__name__}")
+    if nonempty and isinstance(value, (str, list)) and not (value.strip() if isinstance(value, str) else value):
+        raise RecordError(source, rid, key, "must not be empty")
+    return value
+
+
+def _image(root: Path, rel: str, source: Path, rid: object, field_name: str, check: bool) -> str:
+    path = resolve_image_path(root, rel, source=source, rid=rid, field=field_name)
+    if check:
+        check_image(path, source=source, rid=rid, field=field_name)
+    return str(path)
+
+
+def _records(path: Path) -> list[dict]:
+    records = read_json_records(path)
+    for index, record in enumerate(records):
+        if not isinstance(record, dict):
+            raise RecordError(path, f"#{index}", None, f"expected an object, got {type(record).__name__}")
+    return records
+
+
+# -- TIR-Bench --
+
+def load_tir_bench(root: Path, *, check_images: bool = True, limit: int | None = None, **_) -> list[EvalItem]:
+    source = root / DATA_FILES["tir_bench"]
+    items = []
+    for index, record in enumerate(_records(source)[:limit]):
+        rid = record_id(record, index)
+        if "task" not in record and "category" in record:  # old files say "category"
+            record = {**record, "task": record["category"]}
+        if "meta_data" not in record and "metadata" in record:
+            record = {**record, "meta_data": record["metadata"]}
+        _require(record, "id", (int, str), source, rid)
+        task = _require(record, "task", str, source, rid)
+        prompt = _require(record, "prompt", str, source, rid)
+        answer = _require(record, "answer", (str, int, float), source, rid)
+        if isinstance(answer, str) and not answer.strip():
+            raise RecordError(source, rid, "answer", "must not be empty")
+        meta = record.get("meta_data") or {}
+        if not isinstance(meta, dict):
+            raise RecordError(source, rid, "meta_data", "must be an object")
+        if task == "jigsaw" and not isinstance(meta.get("difficulty"), int):
+            raise RecordError(source, rid, "meta_data", "jigsaw items need an integer 'difficulty' (n of the n x n grid)")
+        images = [_image(root, _require(record, "image_1", str, source, rid), source, rid, "image_1", check_images)]
+        if record.get("image_2") not in (None, ""):
+            images.append(_image(root, _require(record, "image_2", str, source, rid), source, rid, "image_2",
+                                 check_images))
+        items.append(EvalItem(
+            id=str(record["id"]), benchmark="tir_bench",
+            example={"id": str(record["id"]), "question": prompt, "images": images},
+            gold={"record": record}, tags={"task": [task]}))
+    return items
+
+
+# -- MIR --
+
+def _mir_subtask(record: dict) -> str:
+    for key in ("subtask", "sub_task", "task", "category"):
+        if isinstance(record.get(key), str) and record[key].strip():
+            return record[key].strip()
+    return "unknown"
+
+
+def mir_category(subtask: str) -> str:
+    """MIR's category of a subtask name (spec §1), "unknown" for names outside its 12.
+
+    >>> mir_category("Forced Perspective"), mir_category('"YES, BUT" Satire'), mir_category("colour")
+    ('Spatial', 'Analytical', 'unknown')
+    """
+    key = "_".join("".join(c if c.isalnum() else " " for c in subtask.lower()).split())
+    return MIR_CATEGORIES.get(key, "unknown")
+
+
+def _mir_images_root(root: Path, records: list) -> Path:
+    """Image paths are relative to the JSON's folder, or to an ``images/`` folder beside it (images.zip)."""
+    first = next((r["images"][0] for r in records if isinstance(r, dict) and isinstance(r.get("images"), list)
+                  and r["images"] and isinstance(r["images"][0], str)), None)
+    if first and not (root / first).exists() and (root / "images" / first).exists():
+        return root / "images"
+    return root
+
+
+def load_mir(root: Path, *, check_images: bool = True, limit: int | None = None, mir_prompt_stage: int = 0,
+             **_) -> list[EvalItem]:
+    from data_builders.mir import answer_letter, build_stage, prepare_mir_record
+
+    if mir_prompt_stage not in (0, 1, 2, 3):
+        raise EvalError(f"mir_prompt_stage must be 0 (benchmark prompt) or 1-3 (with reference context), "
+                         f"got {mir_prompt_stage}")
+    source = root / DATA_FILES["mir"]
+    raw = read_json_records(source)[:limit]
+    images_root = _mir_images_root(root, raw)
+    checked: dict = {}
+    items = []
+    for index, record in enumerate(raw):
+        record = prepare_mir_record(record, index, source, images_root, check_images=check_images, checked=checked)
+        rid = record["id"]
+        if answer_letter(record) is None:
+            raise RecordError(source, rid, "conclusion", "states no option letter")
+        # Stage 0's user turn is MIR's benchmark prompt; stages 1-3 add the reference context.
+        user = build_stage(record, mir_prompt_stage)["messages"][0]
+        subtask = _mir_subtask(record)
+        items.append(EvalItem(
+            id=str(rid), benchmark="mir",
+            example={"id": str(rid), "prompt": [user], "images": list(record["images"])},
+            gold={"conclusion": record["conclusion"]},
+            tags={"task": [subtask], "category": [mir_category(subtask)]}))
+    return items
+
+
+# -- DISBench --
+
+def _photo_ids(root: Path, user: str, source: Path, rid: object, cache: dict) -> set[str]:
+    if user not in cache:
+        meta = resolve_image_path(root, f"metadata/{user}.jsonl", source=source, rid=rid, field="user_id")
+        if not meta.is_file():
+            raise RecordError(source, rid, "user_id", f"no metadata file {meta}")
+        ids = set()
+        for lineno, line in enumerate(iter_jsonl(meta), start=1):
+            pid = line.get("photo_id") if isinstance(line, dict) else None
+            if not isinstance(pid, (str, int)) or isinstance(pid, bool):
+                raise RecordError(meta, f"line {lineno}", "photo_id", "missing or not a string")
+            ids.add(str(pid))
+        cache[user] = ids
+    return cache[user]
+
+
+def load_disbench(root: Path, *, check_images: bool = True, limit: int | None = None, **_) -> list[EvalItem]:
+    source = root / DATA_FILES["disbench"]
+    users: dict[str, set[str]] = {}
+    items = []
+    for index, record in enumerate(list(iter_jsonl(source))[:limit]):
+        rid = record_id(record, index)
+        if not isinstance(record, dict):
+            raise RecordError(source, rid, None, "expected an object")
+        qid = str(_require(record, "query_id", (str, int), source, rid))
+        user = _require(record, "user_id", str, source, rid)
+        query = _require(record, "query", str, source, rid)
+        answer = _require(record, "answer", list, source, rid)
+        if not all(isinstance(a, (str, int)) and not isinstance(a, bool) for a in answer):
+            raise RecordError(source, rid, "answer", "must be a list of photo id strings")
+        known = _photo_ids(root, user, source, rid, users)
+        missing = [str(a) for a in answer if str(a) not in known]
+        if missing:
+            raise RecordError(source, rid, "answer", f"photo ids not in metadata/{user}.jsonl: {', '.join(missing[:5])}")
+        if check_images:
+            for pid in answer:
+                _image(root, f"images/{user}/{pid}.jpg", source, rid, "answer", True)
+        event_type = record.get("event_type")
+        items.append(EvalItem(
+            id=qid, benchmark="disbench",
+            example={"query_id": qid, "user_id": user, "data_root": str(root.resolve()),
+                     "question": query + DISBENCH_INSTRUCTION, "query": query},
+            gold={"answer": [str(a) for a in answer]},
+            tags={"event_type": [event_type if isinstance(event_type, str) and event_type else "unknown"]}))
+    return items
+
+
+# -- ImageMining --
+
+def _find_image(images: Path, name: str, source: Path, rid: object, check: bool) -> str:
+    """The image file; the extension's case in ``image`` varies (spec §5), so fall back to a case-insensitive match."""
+    path = resolve_image_path(images, name, source=source, rid=rid, field="image")
+    if not path.exists() and path.parent.is_dir():
+        matches = [p for p in path.parent.iterdir() if p.name.lower() == path.name.lower()]
+        path = matches[0] if matches else path
+    if check:
+        check_image(path, source=source, rid=rid, field="image")
+    return str(path)
+
+
+def _yes_no(value: object) -> str:
+    text = str(value).strip().lower() if value is not None else ""
+    return text if text in ("yes", "no") else "unknown"
+
+
+def load_imagemining(root: Path, *, check_images: bool = True, limit: int | None = None,
+                     search_corpus: str | None = None, **_) -> list[EvalItem]:
+    source = root / DATA_FILES["imagemining"]
+    images = root / "images"
+    items = []
+    for index, record in enumerate(list(iter_jsonl(source))[:limit]):
+        rid = record_id(record, index)
+        if not isinstance(record, dict):
+            raise RecordError(source, rid, None, "expected an object")
+        _require(record, "id", (int, str), source, rid)
+        question = _require(record, "question", str, source, rid)
+        answer = _require(record, "answer", str, source, rid)
+        image = _find_image(images, _require(record, "image", str, source, rid), source, rid, check_images)
+        answer_zh = record.get("answer_zh")
+        if answer_zh is not None and not isinstance(answer_zh, str):
+            raise RecordError(source, rid, "answer_zh", "must be a string when present")
+        reasoning_types = record.get("difficulty_tags") or []
+        if not isinstance(reasoning_types, list) or not all(isinstance(t, str) for t in reasoning_types):
+            raise RecordError(source, rid, "difficulty_tags", "must be a list of strings")
+        example = {"id": str(record["id"]), "question": question, "image": image}
+        if search_corpus:
+            example["search_corpus"] = str(search_corpus)
+        items.append(EvalItem(
+            id=str(record["id"]), benchmark="imagemining", example=example,
+            gold={"answer": answer, "answer_zh": answer_zh, "question": question},
+            tags={"category": [str(record.get("category_l1") or "unknown")],
+                  "subcategory": [str(record.get("category_l2") or "unknown")],
+                  "reasoning_type": reasoning_types or ["unknown"],
+                  "need_image_before_search": [_yes_no(record.get("need_image_before_search"))],
+                  "need_image_during_search": [_yes_no(record.get("need_image_during_search"))]}))
+    return items

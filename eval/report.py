@@ -1,0 +1,161 @@
+"""Reports: ``metrics.json``, ``report.md`` (tables with published numbers), a PNG chart per
+benchmark (drawn with PIL: no plotting library needed), and optionally W&B (offline works)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from pathlib import Path
+
+from PIL import Image, ImageDraw, ImageFont
+
+from eval.scoring import METRICS
+
+logger = logging.getLogger(__name__)
+# Metrics shown in tables and charts (all are in metrics.json).
+SHOWN = {"tir_bench": ("accuracy",), "mir": ("accuracy",), "imagemining": ("accuracy",),
+         "disbench": ("em", "f1", "precision", "recall", "iou"),
+         "disbench_retriever": ("recall@1", "recall@3", "recall@10", "map@10", "ndcg@10")}
+CHARTED = {"disbench": ("em", "f1"), "disbench_retriever": ("recall@3", "map@10", "ndcg@10")}
+BAR_COLOURS = ((52, 101, 164), (115, 170, 80), (230, 140, 30))
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f}"
+
+
+def _published(metrics: dict, name: str) -> str:
+    value = metrics.get("published_percent", {}).get(name)
+    return "" if value is None else str(value)
+
+
+def write_metrics(path: Path, metrics: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(metrics, indent=1, ensure_ascii=False), encoding="utf-8")
+    tmp.replace(path)
+
+
+def markdown(metrics: dict) -> str:
+    """The report: a summary table, then one table per benchmark (overall and every group)."""
+    run = metrics["run"]
+    lines = [f"# Evaluation of `{run['model']}`", "",
+             (f"Data: {run['data']}. Scored by `rewards/` (TIR-Bench in official mode). Numbers are percentages; "
+              "failed items score 0 and are listed below each table."), "",
+             "| benchmark | items | failed | metric | score | published |", "|---|---:|---:|---|---:|---:|"]
+    for name, m in metrics["benchmarks"].items():
+        for metric in SHOWN[name][:2]:
+            lines.append(f"| {name} | {m['n']} | {m['n_failed']} | {metric} | {_pct(m['overall'][metric])} | "
+                         f"{_published(m, metric)} |")
+    for name, m in metrics["benchmarks"].items():
+        shown = SHOWN[name]
+        lines += ["", f"## {name}", "", "| group | value | n | " + " | ".join(shown) + " |",
+                  "|---|---|---:|" + "---:|" * len(shown)]
+        lines.append(f"| overall | | {m['n']} | " + " | ".join(_pct(m["overall"][s]) for s in shown) + " |")
+        if any(_published(m, s) for s in shown):
+            lines.append("| published | | | " + " | ".join(_published(m, s) for s in shown) + " |")
+        for group, values in m["groups"].items():
+            for value, g in values.items():
+                lines.append(f"| {group} | {value} | {g['n']} | " + " | ".join(_pct(g[s]) for s in shown) + " |")
+        note = m.get("published_percent", {}).get("note")
+        if note:
+            lines += ["", f"Published: {note.rstrip('.')}."]
+        if m.get("agent"):
+            a = m["agent"]
+            lines += ["", (f"Agent: stop reasons {a['stop_reasons']}, {a['mean_turns']:.2f} turns and "
+                           f"{a['mean_tool_calls']:.2f} tool calls per item, {a['tool_errors']} tool errors.")]
+        if m["failed"]:
+            lines += ["", f"Failed ({m['n_failed']}):"]
+            lines += [f"- `{f['id']}` ({f['status']}): {f.get('error') or ''}" for f in m["failed"][:200]]
+            if m["n_failed"] > 200:
+                lines.append(f"- … and {m['n_failed'] - 200} more (metrics.json lists them all)")
+        if m.get("chart"):
+            lines += ["", f"![{name}]({m['chart']})"]
+    return "\n".join(lines) + "\n"
+
+
+def _font(size: int):
+    try:
+        return ImageFont.load_default(size=size)
+    except TypeError:  # Pillow < 10.1 has only the bitmap font
+        return ImageFont.load_default()
+
+
+def chart(name: str, m: dict, path: Path) -> Path:
+    """Horizontal bars of the charted metrics: overall, then each group; published values as red ticks."""
+    shown = CHARTED.get(name, (m["primary"],))
+    rows: list[tuple[str, dict, bool]] = [("overall", m["overall"], True)]
+    for group, values in m["groups"].items():
+        rows.append((group, {}, False))  # a section header
+        rows += [(f"{value} (n={g['n']})", g, True) for value, g in values.items()]
+    bar_h, gap, left, width = 14, 6, 300, 560
+    row_h = bar_h * len(shown) + gap
+    height = 70 + sum(row_h if is_bar else 26 for _, _, is_bar in rows) + 30 + 14 * len(shown)
+    img = Image.new("RGB", (left + width + 90, height), "white")
+    draw, font, small = ImageDraw.Draw(img), _font(14), _font(12)
+    draw.text((10, 10), f"{name}: " + ", ".join(shown) + " (%)", fill="black", font=_font(18))
+    for i, metric in enumerate(shown):
+        draw.rectangle((left + 160 * i, 40, left + 160 * i + 12, 52), fill=BAR_COLOURS[i % 3])
+        draw.text((left + 160 * i + 18, 38), metric, fill="black", font=small)
+    y = 70
+    for label, values, is_bar in rows:
+        if not is_bar:
+            draw.text((10, y + 6), label, fill=(90, 90, 90), font=font)
+            y += 26
+            continue
+        draw.text((10, y + max(0, row_h - gap - 14) // 2), label[:42], fill="black", font=small)
+        for i, metric in enumerate(shown):
+            value = max(0.0, min(1.0, float(values.get(metric, 0.0))))
+            top = y + i * bar_h
+            draw.rectangle((left, top, left + max(1, int(width * value)), top + bar_h - 2), fill=BAR_COLOURS[i % 3])
+            draw.text((left + int(width * value) + 4, top), _pct(value), fill="black", font=small)
+        y += row_h
+    draw.line((left, 62, left, y), fill="black")
+    for tick in (0, 25, 50, 75, 100):
+        x = left + width * tick // 100
+        draw.line((x, y, x, y + 4), fill="black")
+        draw.text((x - 8, y + 5), str(tick), fill="black", font=small)
+    for i, metric in enumerate(shown):  # published numbers: dashed lines in the metric's colour
+        published = m.get("published_percent", {}).get(metric)
+        if published is None:
+            continue
+        for value in [float(v) for v in re.findall(r"\d+(?:\.\d+)?", str(published))][:2]:  # "10-14": a range
+            x = left + int(width * value / 100)
+            for top in range(62, y, 8):
+                draw.line((x, top, x, min(top + 4, y)), fill=BAR_COLOURS[i % 3], width=2)
+        x = left + int(width * float(re.findall(r"\d+(?:\.\d+)?", str(published))[-1]) / 100)
+        draw.text((x + 4, y + 22 + 14 * i), f"published {metric}: {published}", fill=BAR_COLOURS[i % 3], font=small)
+    img.save(path)
+    return path
+
+
+def log_wandb(metrics: dict, out: Path, project: str) -> None:
+    """Metrics, charts and per-group tables to W&B (``WANDB_MODE=offline`` keeps it local)."""
+    import wandb
+
+    run = wandb.init(project=project, name=f"eval-{Path(metrics['run']['model']).name}", dir=str(out),
+                     config=metrics["run"].get("config", {}), job_type="eval")
+    flat = {}
+    for name, m in metrics["benchmarks"].items():
+        for metric in METRICS[name]:
+            flat[f"{name}/{metric}"] = m["overall"][metric]
+        flat[f"{name}/n_failed"] = m["n_failed"]
+        rows = [[g, v, s["n"], *[s[k] for k in METRICS[name]]] for g, vals in m["groups"].items() for v, s in vals.items()]
+        flat[f"{name}/groups"] = wandb.Table(columns=["group", "value", "n", *METRICS[name]], data=rows)
+        if m.get("chart"):
+            flat[f"{name}/chart"] = wandb.Image(str(out / m["chart"]))
+    run.log(flat)
+    run.finish()
+
+
+def write_reports(metrics: dict, out: Path, *, use_wandb: bool = False, wandb_project: str = "lookcloser") -> None:
+    out = Path(out)
+    for name, m in metrics["benchmarks"].items():
+        try:
+            m["chart"] = chart(name, m, out / f"{name}.png").name
+        except Exception as err:  # noqa: BLE001 - a chart must never cost the numbers
+            logger.warning("could not draw the %s chart: %r", name, err)
+    write_metrics(out / "metrics.json", metrics)
+    (out / "report.md").write_text(markdown(metrics), encoding="utf-8")
+    if use_wandb:
+        log_wandb(metrics, out, wandb_project)

@@ -1,0 +1,245 @@
+"""Running the agent loop over a benchmark: policies, concurrency, and resumable predictions.
+
+Every finished episode is appended to ``predictions.jsonl`` at once (flushed), so a killed run
+loses only the episodes in flight, and a rerun skips what is done. Endpoint episodes
+run ``concurrency`` at a time (the policy retries each request with backoff); local-checkpoint
+episodes run ``batch_size`` at a time, batched per turn. An episode that ends in an error (the
+endpoint failed after its retries, an image would not open, the context overflowed) is recorded
+with ``status: "failed"`` and its error: it scores 0, is counted and listed, and a rerun tries it
+again (``retry_failed``).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import os
+import re
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from eval.config import EvalConfig
+from eval.loaders import EvalItem
+
+logger = logging.getLogger(__name__)
+
+
+class PredictionStore:
+    """An append-only JSONL file of prediction records; the last record of an id wins."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+
+    def load(self) -> dict[str, dict]:
+        """Records by id. A line cut short by a crash is skipped (its item simply runs again)."""
+        records: dict[str, dict] = {}
+        if not self.path.exists():
+            return records
+        for lineno, line in enumerate(self.path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                records[str(record["id"])] = record
+            except (json.JSONDecodeError, KeyError, TypeError):
+                logger.warning("%s line %d is not a complete record (interrupted write?); ignoring it",
+                               self.path, lineno)
+        return records
+
+    def append(self, record: dict) -> None:
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a+", encoding="utf-8") as fh:
+                fh.seek(0, os.SEEK_END)
+                if fh.tell():  # a torn last line from a crash must not swallow this record
+                    fh.seek(fh.tell() - 1)
+                    if fh.read(1) != "\n":
+                        fh.write("\n")
+                fh.write(line)
+                fh.flush()  # in the OS's hands now: a killed process loses nothing written
+
+
+# -- policies --
+
+def is_endpoint(model: str) -> bool:
+    return model.startswith(("http://", "https://"))
+
+
+def endpoint_base(url: str) -> str:
+    """Normalise an endpoint URL to its ``/v1`` base.
+
+    >>> endpoint_base("http://127.0.0.1:8000"), endpoint_base("http://h/v1/chat/completions")
+    ('http://127.0.0.1:8000/v1', 'http://h/v1')
+    """
+    base = url.rstrip("/")
+    base = re.sub(r"/chat/completions$", "", base)
+    return base if re.search(r"/v\d+[a-z]*$", base) else base + "/v1"
+
+
+def served_model(base: str, cfg: EvalConfig) -> str:
+    """The name to request: the config's, else the first model the endpoint lists, else "default"."""
+    if cfg.served_model_name:
+        return cfg.served_model_name
+    import requests
+
+    headers = {}
+    key = os.environ.get(cfg.api_key_env) if cfg.api_key_env else None
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    try:
+        reply = requests.get(f"{base}/models", headers=headers, timeout=min(30.0, cfg.request_timeout))
+        return str(reply.json()["data"][0]["id"])
+    except Exception as err:  # noqa: BLE001 - listing models is optional in the API
+        logger.warning("could not list the endpoint's models (%s); requesting model 'default'", type(err).__name__)
+        return "default"
+
+
+def build_policy(cfg: EvalConfig):
+    """``OpenAIPolicy`` for an endpoint URL, else ``HFPolicy`` on a local/hub checkpoint."""
+    if is_endpoint(cfg.model):
+        from agent.openai_policy import OpenAIPolicy
+
+        base = endpoint_base(cfg.model)
+        # One episode per worker thread of ours; the policy's own pool is not used.
+        return OpenAIPolicy(base, served_model(base, cfg), api_key_env=cfg.api_key_env, timeout=cfg.request_timeout,
+                            retries=cfg.request_retries, backoff=cfg.retry_backoff, max_workers=1,
+                            temperature=cfg.temperature)
+    import torch
+
+    from agent.hf_policy import HFPolicy
+    from agent.models import load_model, load_processor
+
+    device = cfg.device if cfg.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+    dtype = cfg.dtype if cfg.dtype != "auto" else ("bfloat16" if device.startswith("cuda") else "float32")
+    model = load_model(cfg.model, dtype=dtype).to(device).eval()
+    kwargs = {"do_sample": True, "temperature": cfg.temperature} if cfg.temperature > 0 else {}
+    return HFPolicy(model, load_processor(cfg.model), generation_kwargs=kwargs)
+
+
+def env_factory(benchmark: str, cfg: EvalConfig, embedder=None):
+    """The benchmark's environment (its tools), or ``NoToolsEnv`` when tools are off."""
+    from agent.environments import ENVIRONMENTS, PhotoCollectionEnv
+
+    if not cfg.tools:
+        return _no_tools_env()
+    if benchmark == "disbench":
+        return functools.partial(PhotoCollectionEnv, embedder=embedder, cache_dir=cfg.photo_index_dir)
+    return ENVIRONMENTS[benchmark]
+
+
+@functools.lru_cache(maxsize=1)
+def _no_tools_env():
+    from agent.toolkit import ToolEnv
+
+    class NoToolsEnv(ToolEnv):
+        """No tools: the prompt and its images only (for checkpoints trained without tools)."""
+
+        def reset(self, **example) -> None:
+            self._reset_counters()
+
+    return NoToolsEnv
+
+
+# -- running --
+
+def trajectory_name(item_id: str) -> str:
+    """A file-safe, unique name for an item's trajectory.
+
+    >>> trajectory_name("17"), trajectory_name("a/b")
+    ('17', 'a_b-3ec69c')
+    """
+    safe = re.sub(r"[^\w.-]", "_", item_id)[:80]
+    return safe if safe == item_id else f"{safe}-{hashlib.sha1(item_id.encode()).hexdigest()[:6]}"
+
+
+def _record(item: EvalItem, trajectory, attempt: int, seconds: float, out_dir: Path, save: bool) -> dict:
+    record = {
+        "id": item.id, "benchmark": item.benchmark,
+        "status": "failed" if trajectory.stop_reason == "error" else "ok",
+        "response": trajectory.final_response, "stop_reason": trajectory.stop_reason,
+        "num_turns": trajectory.num_turns, "tool_calls": trajectory.tool_calls,
+        "tool_errors": trajectory.tool_errors, "truncated": trajectory.truncated, "error": trajectory.error,
+        "attempt": attempt, "seconds": round(seconds, 3),
+    }
+    if save and trajectory.messages:
+        try:
+            path = trajectory.to_json(out_dir / "trajectories", trajectory_name(item.id))
+            record["trajectory"] = str(path.relative_to(out_dir))
+        except Exception as err:  # noqa: BLE001 - a trajectory we cannot write must not lose the prediction
+            logger.warning("could not save the trajectory of %s: %r", item.id, err)
+    return record
+
+
+def _failed(item: EvalItem, error: str, attempt: int, seconds: float) -> dict:
+    return {"id": item.id, "benchmark": item.benchmark, "status": "failed", "response": "", "stop_reason": "error",
+            "num_turns": 0, "tool_calls": 0, "tool_errors": 0, "truncated": False, "error": error,
+            "attempt": attempt, "seconds": round(seconds, 3)}
+
+
+class _Progress:
+    def __init__(self, name: str, total: int, done: int) -> None:
+        self.name, self.total, self.done, self.failed = name, total, done, 0
+        self.start = self.last = time.monotonic()
+        self.new = 0
+        self._lock = threading.Lock()
+
+    def update(self, record: dict) -> None:
+        with self._lock:
+            self.done, self.new = self.done + 1, self.new + 1
+            self.failed += record["status"] != "ok"
+            now = time.monotonic()
+            if now - self.last >= 10 or self.done == self.total:
+                self.last = now
+                rate = self.new / max(now - self.start, 1e-9)
+                logger.info("[%s] %d/%d done, %d failed this run, %.2f items/s", self.name, self.done, self.total,
+                            self.failed, rate)
+
+
+def run_benchmark(benchmark: str, items: list[EvalItem], policy, cfg: EvalConfig, out_dir: str | Path,
+                  factory) -> dict[str, dict]:
+    """Run every item not yet done in ``out_dir/predictions.jsonl``; return all records by id."""
+    from agent.loop import run_episodes
+
+    out_dir = Path(out_dir)
+    store = PredictionStore(out_dir / "predictions.jsonl")
+    previous = store.load()
+    pending = [it for it in items if it.id not in previous
+               or (previous[it.id].get("status") != "ok" and cfg.retry_failed)]
+    logger.info("[%s] %d items: %d already done, %d to run", benchmark, len(items), len(items) - len(pending),
+                len(pending))
+    progress = _Progress(benchmark, len(items), len(items) - len(pending))
+    loop_kwargs = {"max_turns": cfg.turns(benchmark), "max_new_tokens_per_turn": cfg.max_new_tokens_per_turn,
+                   "max_images": cfg.max_images, "system_prompt": cfg.system_prompt}
+
+    def attempt_of(item: EvalItem) -> int:
+        return int(previous.get(item.id, {}).get("attempt", 0)) + 1
+
+    def run_chunk(chunk: list[EvalItem]) -> None:
+        start = time.monotonic()
+        try:
+            trajectories = run_episodes(policy, factory, [it.example for it in chunk], **loop_kwargs)
+            seconds = (time.monotonic() - start) / len(chunk)
+            records = [_record(it, tr, attempt_of(it), seconds, out_dir, cfg.save_trajectories)
+                       for it, tr in zip(chunk, trajectories)]
+        except Exception as err:  # the loop should not raise; if it does, record, don't drop
+            logger.warning("[%s] episodes %s raised %r", benchmark, [it.id for it in chunk], err, exc_info=True)
+            records = [_failed(it, f"{type(err).__name__}: {err}", attempt_of(it), time.monotonic() - start)
+                       for it in chunk]
+        for record in records:
+            store.append(record)
+            progress.update(record)
+
+    if getattr(policy, "batched", False):
+        for start in range(0, len(pending), max(1, cfg.batch_size)):
+            run_chunk(pending[start:start + max(1, cfg.batch_size)])
+    elif pending:
+        with ThreadPoolExecutor(max_workers=max(1, cfg.concurrency), thread_name_prefix=f"eval-{benchmark}") as pool:
+            for future in as_completed([pool.submit(run_chunk, [it]) for it in pending]):
+                future.result()
+    return store.load()

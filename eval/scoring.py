@@ -1,0 +1,146 @@
+"""Scoring predictions with ``rewards/`` (the only place scoring rules live) and aggregating them.
+
+Per item: TIR-Bench by ``rewards.tir_bench.score(record, response, mode="official")``; MIR by
+``rewards.mir.score``; DISBench by ``rewards.disbench.set_metrics`` on the parsed photo ids;
+ImageMining by ``rewards.imagemining.score`` (LLM-judge recall only when asked). A failed or
+missing prediction scores 0 on every metric and is counted and listed, never dropped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+
+from eval.loaders import EvalItem
+
+# Metrics per benchmark; the first is the headline number.
+METRICS = {
+    "tir_bench": ("accuracy",),
+    "mir": ("accuracy",),
+    "disbench": ("em", "f1", "precision", "recall", "iou"),
+    "imagemining": ("accuracy",),
+    "disbench_retriever": tuple(f"{m}@{k}" for k in (1, 3, 5, 10) for m in ("recall", "map", "ndcg")),
+}
+# Published numbers, in percent, where the spec gives them (benchmarks.md); None: not published.
+PUBLISHED = {
+    "tir_bench": {"note": "The TIR-Bench paper reports tool-using o3 far ahead of non-agentic models; its table "
+                          "is not given numerically in the spec: compare with the paper."},
+    "mir": {"note": "MIR publishes per-model accuracies in its paper; none is carried in the spec."},
+    "disbench": {"em": 28.7, "f1": 55.0, "note": "best agent in the DISBench paper (EM 28.7, F1 55.0)"},
+    "disbench_retriever": {"recall@3": "10-14", "note": "direct embedding retrieval, ~10-14% Recall@3"},
+    "imagemining": {"note": "ImageMining publishes no scorer; lookcloser's normalized exact match."},
+}
+
+
+def score_response(item: EvalItem, response: str, *, llm_judge: bool = False) -> dict[str, float]:
+    """Every metric of one response, by ``rewards/``.
+
+    >>> item = EvalItem("1", "mir", {}, {"conclusion": "B"})
+    >>> score_response(item, "Answer: (b)")
+    {'accuracy': 1.0}
+    """
+    if item.benchmark == "tir_bench":
+        from rewards import tir_bench
+
+        return {"accuracy": float(tir_bench.score(item.gold["record"], response, mode="official"))}
+    if item.benchmark == "mir":
+        from rewards import mir
+
+        return {"accuracy": float(mir.score(response, item.gold["conclusion"]))}
+    if item.benchmark == "disbench":
+        from rewards import disbench
+
+        metrics = disbench.set_metrics(disbench.parse_photo_ids(response), item.gold["answer"])
+        return {name: float(metrics[name]) for name in METRICS["disbench"]}
+    if item.benchmark == "imagemining":
+        from rewards import imagemining
+
+        gold = item.gold
+        return {"accuracy": float(imagemining.score(response, gold["answer"], gold.get("answer_zh"),
+                                                    question=gold.get("question"), llm_judge=llm_judge))}
+    raise ValueError(f"unknown benchmark {item.benchmark!r}")
+
+
+def zero_scores(benchmark: str) -> dict[str, float]:
+    return dict.fromkeys(METRICS[benchmark], 0.0)
+
+
+def gold_response(item: EvalItem) -> str:
+    """A response stating the gold answer the way the system prompt asks (tests: it must score 1.0).
+
+    >>> gold_response(EvalItem("q", "disbench", {}, {"answer": ["11", "12"]}))
+    '<answer>["11", "12"]</answer>'
+    """
+    gold = item.gold
+    if item.benchmark == "tir_bench":
+        return f"<answer>{gold['record']['answer']}</answer>"
+    if item.benchmark == "mir":
+        from rewards.mir import gold_letter
+
+        return f"<answer>{gold_letter(gold['conclusion'])}</answer>"
+    if item.benchmark == "disbench":
+        return f"<answer>{json.dumps(gold['answer'])}</answer>"
+    return f"<answer>{gold['answer']}</answer>"
+
+
+def score_predictions(items: list[EvalItem], predictions: dict[str, dict], *,
+                      llm_judge: bool = False) -> list[dict]:
+    """One row per item: its status ("ok", "failed" or "missing"), metrics and tags."""
+    rows = []
+    for item in items:
+        pred = predictions.get(item.id)
+        status = "missing" if pred is None else pred.get("status", "failed")
+        if status == "ok":
+            scores = score_response(item, pred.get("response") or "", llm_judge=llm_judge)
+        else:
+            scores = zero_scores(item.benchmark)
+        rows.append({"id": item.id, "status": status, "scores": scores, "tags": item.tags,
+                     "error": None if pred is None else pred.get("error"),
+                     "stop_reason": None if pred is None else pred.get("stop_reason"),
+                     "num_turns": 0 if pred is None else pred.get("num_turns", 0),
+                     "tool_calls": 0 if pred is None else pred.get("tool_calls", 0),
+                     "tool_errors": 0 if pred is None else pred.get("tool_errors", 0)})
+    return rows
+
+
+def _means(rows: list[dict], names: tuple[str, ...]) -> dict[str, float]:
+    return {name: (sum(r["scores"][name] for r in rows) / len(rows) if rows else 0.0) for name in names}
+
+
+def aggregate(benchmark: str, rows: list[dict]) -> dict:
+    """Overall and per-group means (an item with several values of a group counts in each).
+
+    >>> rows = [{"id": "a", "status": "ok", "scores": {"accuracy": 1.0}, "tags": {"task": ["x"]}},
+    ...         {"id": "b", "status": "failed", "scores": {"accuracy": 0.0}, "tags": {"task": ["y"]},
+    ...          "error": "HTTP 500"}]
+    >>> m = aggregate("mir", rows)
+    >>> m["overall"], m["groups"]["task"]["y"], m["n_failed"], m["failed"]
+    ({'accuracy': 0.5}, {'n': 1, 'accuracy': 0.0}, 1, [{'id': 'b', 'status': 'failed', 'error': 'HTTP 500'}])
+    """
+    names = METRICS[benchmark]
+    groups: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        for group, values in row.get("tags", {}).items():
+            for value in values:
+                groups[group][value].append(row)
+    failed = [{"id": r["id"], "status": r["status"], "error": r.get("error")} for r in rows if r["status"] != "ok"]
+    out = {
+        "n": len(rows),
+        "n_failed": len(failed),
+        "failed": failed,
+        "primary": names[0],
+        "overall": _means(rows, names),
+        "groups": {g: {v: {"n": len(members), **_means(members, names)} for v, members in sorted(values.items())}
+                   for g, values in groups.items()},
+    }
+    agent_rows = [r for r in rows if "stop_reason" in r]
+    if agent_rows:
+        out["agent"] = {
+            "stop_reasons": dict(Counter(str(r.get("stop_reason")) for r in agent_rows)),
+            "mean_turns": sum(r.get("num_turns") or 0 for r in agent_rows) / len(agent_rows),
+            "mean_tool_calls": sum(r.get("tool_calls") or 0 for r in agent_rows) / len(agent_rows),
+            "tool_errors": sum(r.get("tool_errors") or 0 for r in agent_rows),
+        }
+    if benchmark in PUBLISHED:
+        out["published_percent"] = PUBLISHED[benchmark]
+    return out

@@ -1,0 +1,183 @@
+"""Image tools: every tool with good and bad calls, through ImageToolEnv as a rollout calls them."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from agent.environments import ENVIRONMENTS, ImageToolEnv, PhotoCollectionEnv, WebImageEnv, tool_schemas
+from agent.toolkit import is_error
+
+
+def gradient(width: int, height: int) -> Image.Image:
+    """Pixel (x, y) has red = x % 256 and green = y % 256: crops can be checked by value."""
+    xs, ys = np.meshgrid(np.arange(width), np.arange(height))
+    return Image.fromarray(np.stack([xs % 256, ys % 256, np.full_like(xs, 77)], -1).astype(np.uint8))
+
+
+@pytest.fixture
+def env() -> ImageToolEnv:
+    env = ImageToolEnv(max_pixels=200_000)
+    obs = env.reset(images=[gradient(800, 600), Image.new("L", (40, 30), 128)], question="?")
+    assert obs == "\nImage sizes: image 0 is 800x600 px, image 1 is 40x30 px."
+    return env
+
+
+def image_of(result) -> Image.Image:
+    assert isinstance(result, list) and result[0]["type"] == "image", result
+    return result[0]["image"]
+
+
+def text_of(result) -> str:
+    return result if isinstance(result, str) else next(b["text"] for b in result if b["type"] == "text")
+
+
+def test_crop_pixels_and_normalized(env):
+    crop = image_of(env.crop(image_index=0, box=[100, 50, 300, 250]))
+    assert crop.size == (200, 200)
+    assert crop.getpixel((0, 0))[:2] == (100, 50)  # cut from the original at full resolution
+    half = env.crop(image_index=0, box=[0.5, 0.5, 1, 1])
+    assert image_of(half).size == (400, 300)
+    assert "Image 3: crop of image 0" in text_of(half) and "400x300 px" in text_of(half)
+    assert (env.tool_calls, env.tool_errors) == (2, 0)
+
+
+def test_crop_of_a_crop_comes_from_the_original(env):
+    env.crop(image_index=0, box=[200, 100, 600, 500])  # image 2, 400x400
+    inner = image_of(env.crop(image_index=2, box=[10, 20, 110, 120]))
+    assert inner.size == (100, 100)
+    assert inner.getpixel((0, 0))[:2] == (210, 120)
+
+
+def test_small_box_grows_to_the_patch_and_big_crop_fits_the_budget(env):
+    tiny = image_of(env.crop(image_index=0, box=[400, 300, 405, 302]))
+    assert tiny.size == (32, 32)
+    corner = image_of(env.crop(image_index=0, box=[0, 0, 3, 3]))  # grown inside the image
+    assert corner.size == (32, 32) and corner.getpixel((0, 0))[:2] == (0, 0)
+    whole = env.crop(image_index=0, box=[0, 0, 800, 600])
+    assert image_of(whole).width * image_of(whole).height <= 200_000
+    assert "shown at" in text_of(whole) and "800x600 px" in text_of(whole)
+
+
+def test_zoom_rotate_flip_adjust_view(env):
+    zoomed = image_of(env.zoom(image_index=0, box=[0, 0, 100, 50], factor=3))
+    assert zoomed.size == (300, 150)
+    rotated = image_of(env.rotate(image_index=0, angle=90))
+    assert rotated.width * rotated.height <= 200_000 and abs(rotated.width / rotated.height - 0.75) < 0.01
+    assert env._images[-1].size == (600, 800)  # its coordinates: the rotated original, full resolution
+    assert env.rotate(image_index=1, angle=-15) and env.tool_errors == 0
+    flipped = image_of(env.flip(image_index=1, direction="Horizontal"))
+    assert flipped.size == (40, 30)
+    small = gradient(64, 8)
+    env.reset(images=[small])
+    mirrored = image_of(env.flip(image_index=0, direction="horizontal"))
+    assert mirrored.getpixel((0, 0))[0] == 63
+    brighter = image_of(env.adjust(image_index=0, brightness=2.0))
+    assert np.asarray(brighter).mean() > np.asarray(small).mean()
+    assert image_of(env.view_image(image_index=0)).size == (64, 8)
+    assert env.tool_errors == 0 and env.tool_calls == 3
+
+
+def test_rotated_image_can_be_cropped_by_its_own_coordinates():
+    env = ImageToolEnv()
+    env.reset(images=[gradient(200, 100)])
+    env.rotate(image_index=0, angle=90)  # image 1 is 100x200
+    crop = image_of(env.crop(image_index=1, box=[0, 0, 50, 50]))
+    assert crop.size == (50, 50)
+    assert crop.getpixel((0, 0))[0] == 199  # the top-left of a counter-clockwise turn is the old top-right
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda e: e.crop(image_index=0, box=[300, 50, 100, 250]), "inverted"),
+    (lambda e: e.crop(image_index=0, box=[-5, 0, 100, 100]), "negative"),
+    (lambda e: e.crop(image_index=0, box=[0, 0, 900, 100]), "outside the image"),
+    (lambda e: e.crop(image_index=0, box=[0, 0, float("nan"), 100]), "finite"),
+    (lambda e: e.crop(image_index=0, box=[0, 0, 10]), "4 numbers"),
+    (lambda e: e.crop(image_index=0, box="0,0,10,10"), "list"),
+    (lambda e: e.crop(image_index=7, box=[0, 0, 10, 10]), "does not exist"),
+    (lambda e: e.crop(image_index=-1, box=[0, 0, 10, 10]), "does not exist"),
+    (lambda e: e.crop(image_index="first", box=[0, 0, 10, 10]), "integer"),
+    (lambda e: e.crop(image_index=0.5, box=[0, 0, 10, 10]), "integer"),
+    (lambda e: e.crop(image_index=True, box=[0, 0, 10, 10]), "integer"),
+    (lambda e: e.crop(image_index=0), "box"),
+    (lambda e: e.crop(image_index=0, box=[0, 0, 1, 1], color="red"), "color"),
+    (lambda e: e.zoom(image_index=0, box=[0, 0, 800, 600], factor=2), "over the budget"),
+    (lambda e: e.zoom(image_index=0, box=[0, 0, 10, 10], factor=0.5), "between 1 and 8"),
+    (lambda e: e.zoom(image_index=0, box=[0, 0, 10, 10], factor=math.inf), "finite"),
+    (lambda e: e.rotate(image_index=0, angle="ninety"), "number"),
+    (lambda e: e.flip(image_index=0, direction="diagonal"), "horizontal"),
+    (lambda e: e.adjust(image_index=0, contrast=-1), "contrast"),
+    (lambda e: e.adjust(image_index=0, brightness=0), "brightness"),
+    (lambda e: e.view_image(image_index=2), "does not exist"),
+])
+def test_bad_calls_return_counted_errors(env, call, message):
+    result = call(env)
+    assert isinstance(result, str) and result.startswith("Error:"), result
+    assert message in result
+    assert (env.tool_calls, env.tool_errors) == (1, 1)
+
+
+def test_dispatch_of_malformed_calls_never_raises(env):
+    for name, args, message in [
+        ("paint", {}, "unknown tool"),
+        ("reset", {}, "unknown tool"),
+        ("_image", {"image_index": 0}, "unknown tool"),
+        (None, {}, "unknown tool"),
+        ("crop", [0, [0, 0, 5, 5]], "JSON object"),
+        ("crop", "not json", "JSON object"),
+        ("crop", {"self": 1, "image_index": 0, "box": [0, 0, 5, 5]}, "self"),
+    ]:
+        result = env._call_tool(name, args)
+        assert is_error(result) and message in result, (name, result)
+    assert env._call_tool("crop", {"image_index": "0", "box": [0, 0, 5, 5]}).startswith("Error:")
+    assert not is_error(env._call_tool("crop", {"image_index": 0, "box": [0, 0, 50, 50]}))
+    assert (env.tool_calls, env.tool_errors) == (9, 8)
+
+
+def test_reset_clears_state_and_counts(env):
+    env.crop(image_index=0, box=[0, 0, 1, 1])
+    env.reset(images=[Image.new("RGB", (50, 50))])
+    assert (env.tool_calls, env.tool_errors) == (0, 0)
+    assert is_error(env.crop(image_index=1, box=[0, 0, 10, 10]))
+    env.reset(question="no images here")
+    assert "no images" in env.crop(image_index=0, box=[0, 0, 1, 1])
+
+
+def test_reset_reads_paths_inside_the_data_root(tmp_path):
+    (tmp_path / "data").mkdir()
+    gradient(120, 90).save(tmp_path / "data" / "a.png")
+    Image.new("RGBA", (20, 20), (255, 0, 0, 0)).save(tmp_path / "data" / "alpha.png")
+    env = ImageToolEnv()
+    env.reset(images=["data/a.png", "data/alpha.png"], data_root=str(tmp_path))
+    assert env._images[0].size == (120, 90)
+    assert env._images[1].source.getpixel((0, 0)) == (255, 255, 255)  # transparent -> white
+    from data_builders.records import RecordError
+
+    with pytest.raises(RecordError, match="leaves the data root"):
+        env.reset(images=["../../etc/passwd"], data_root=str(tmp_path / "data"))
+    with pytest.raises(RecordError, match="not found"):
+        env.reset(images=["data/missing.png"], data_root=str(tmp_path))
+
+
+def test_partial_settings_and_schemas():
+    factory = functools.partial(ImageToolEnv, max_pixels=4096, min_side=16)
+    env = factory()
+    env.reset(images=[gradient(400, 300)])
+    assert image_of(env.crop(image_index=0, box=[0, 0, 2, 2])).size == (16, 16)
+    schemas = {s["function"]["name"]: s["function"] for s in tool_schemas(factory)}
+    assert set(schemas) == {"crop", "zoom", "rotate", "flip", "adjust", "view_image"}
+    crop = schemas["crop"]["parameters"]
+    assert crop["required"] == ["image_index", "box"]
+    assert crop["properties"]["box"] == {"type": "array", "items": {"type": "number"},
+                                         "description": crop["properties"]["box"]["description"]}
+    assert schemas["zoom"]["parameters"]["properties"]["factor"]["type"] == "number"
+    photo = {s["function"]["name"] for s in tool_schemas(PhotoCollectionEnv)}
+    assert photo == {"image_search", "get_metadata", "filter_metadata", "view_photos", "save_subset",
+                     "web_search", "fetch_page"}
+    web = {s["function"]["name"] for s in tool_schemas(WebImageEnv)}
+    assert web == set(schemas) | {"web_search", "fetch_page"}
+    assert ENVIRONMENTS["disbench"] is PhotoCollectionEnv and ENVIRONMENTS["tir_bench"] is ImageToolEnv
