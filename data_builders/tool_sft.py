@@ -70,8 +70,12 @@ def oracle_trajectory(item: SyntheticItem, out_dir: str | Path) -> dict:
 
     out_dir = Path(out_dir)
     env = ImageToolEnv()
-    env.reset(images=[str(p) for p in item.image_paths])
+    observation = env.reset(images=[str(p) for p in item.image_paths])
     messages = [user_message(len(item.image_paths), item.record["prompt"])]
+    if observation:
+        # TRL's GRPO appends the environment's reset observation (the image sizes) to the prompt as
+        # a text block; the cold-start SFT prompt must read exactly the same.
+        messages[0]["content"].append({"type": "text", "text": observation})
     images = [str(p) for p in item.image_paths]
     for step in item.steps:
         calls = [{"type": "function", "function": {"name": name, "arguments": args}} for name, args in step.calls]
