@@ -40,6 +40,22 @@ def message_text(content: Any) -> str:
     return ""
 
 
+def assistant_text(message: dict) -> str:
+    """An assistant message's text, with parsed-out reasoning put back inside ``<think>``.
+
+    Why: TRL's response parser for Qwen3 moves ``<think>…</think>`` out of ``content`` into
+    ``reasoning_content``; the format reward must see the text the model actually wrote.
+
+    >>> assistant_text({"role": "assistant", "reasoning_content": "look", "content": "<answer>B</answer>"})
+    '<think>look</think><answer>B</answer>'
+    """
+    text = message_text(message.get("content"))
+    reasoning = message.get("reasoning_content")
+    if isinstance(reasoning, str) and reasoning and "<think>" not in text:
+        text = f"<think>{reasoning}</think>{text}"
+    return text
+
+
 def completion_text(completion: Any) -> str:
     """Text a reward is computed on: the string, or the LAST assistant message's text.
 
@@ -53,11 +69,11 @@ def completion_text(completion: Any) -> str:
     if isinstance(completion, str):
         return completion
     if isinstance(completion, dict):
-        return message_text(completion.get("content"))
+        return assistant_text(completion)
     if isinstance(completion, (list, tuple)):
         for message in reversed(completion):
             if isinstance(message, dict) and message.get("role", "assistant") == "assistant":
-                return message_text(message.get("content"))
+                return assistant_text(message)
         return ""
     if isinstance(completion, bytes):
         return completion.decode("utf-8", "replace")

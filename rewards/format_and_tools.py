@@ -47,15 +47,19 @@ def format_score(text: str) -> float:
 
 
 def is_error_observation(message: dict) -> bool:
-    """A tool message whose text starts with ``{"error"`` or ``Error:`` (leading blanks ignored).
+    """A tool message whose text starts with ``{"error"``, ``{'error'`` or ``Error:`` (leading blanks ignored).
+
+    TRL writes a raising tool's result as ``str({"error": ...})``, hence the single quotes.
 
     >>> is_error_observation({"role": "tool", "content": '{"error": "bad box"}'})
+    True
+    >>> is_error_observation({"role": "tool", "content": str({"error": "ValueError: bad box"})})
     True
     >>> is_error_observation({"role": "tool", "content": [{"type": "image"}]})
     False
     """
     text = message_text(message.get("content")).lstrip()
-    return text.startswith(('{"error"', "Error:"))
+    return text.startswith(('{"error"', "{'error'", "Error:"))
 
 
 def count_tool_results(completion: Any) -> int:

@@ -146,3 +146,15 @@ def test_no_heavy_imports_in_source():
         text = path.read_text()
         for name in ("torch", "transformers", "trl"):
             assert f"import {name}" not in text and f"from {name}" not in text, (path, name)
+
+
+def test_tool_bonus_ignores_trls_error_results():
+    """TRL writes a raising tool's result as str({"error": ...}): that is no tool result."""
+    from rewards.format_and_tools import count_tool_results
+
+    completion = [
+        {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "crop", "arguments": {}}}]},
+        {"role": "tool", "name": "crop", "content": str({"error": "ValueError: bad box"})},
+        {"role": "assistant", "content": "<answer>B</answer>"},
+    ]
+    assert count_tool_results(completion) == 0

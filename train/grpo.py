@@ -1,0 +1,187 @@
+"""GRPO with multi-turn tool use on images, rewarded by the benchmarks' own scorers.
+
+    accelerate launch train/grpo.py recipes/grpo_synthetic.yaml
+    accelerate launch --config_file accelerate_configs/zero3.yaml train/grpo.py recipes/grpo_mir_hard.yaml \
+        --model_name_or_path outputs/mir_curriculum/mir_stage4 --dataset_path /data/MIR/hard.json \
+        --images_root /data/MIR/images
+
+The policy talks to one of the agent's environments (``environment: tir_bench`` -> the image
+tools) through TRL's ``environment_factory``; rewards come from the ``rewards`` registry by name
+(``reward_funcs: [accuracy, format, tool_use]`` with ``reward_weights``). With no data set
+named, seeded synthetic tool tasks are generated from the bundled images, so the recipe runs
+offline. docs/grpo.md describes the recipe keys and the additions to TRL.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from trl import ModelConfig, ScriptArguments, get_peft_config
+
+from train.grpo_trainer import LookcloserGRPOConfig
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class GRPOScriptArguments(ScriptArguments):
+    """Data, environment and rewards. With neither ``dataset_path`` nor ``dataset_name``, synthetic
+    tool tasks are generated on the fly (``synthetic_*``)."""
+
+    dataset_path: str | None = field(default=None, metadata={
+        "help": "A saved data set folder (python -m data_builders ... / save_to_disk), an MIR .json (hard questions "
+                "from data_builders difficulty), DISBench queries .jsonl, or a parquet/JSONL file of GRPO rows."})
+    dataset_kind: str = field(default="auto", metadata={
+        "help": "auto (from the path), saved, mir, disbench or records."})
+    images_root: str | None = field(default=None, metadata={"help": "Root of MIR image paths (default: the JSON's folder)."})
+    mir_stage: int = field(default=4, metadata={
+        "help": "Which MIR stage's user turn is the prompt (4: autonomous, no reference context)."})
+    disbench_root: str | None = field(default=None, metadata={
+        "help": "DISBench folder with metadata/{user}.jsonl and images/{user}/ (the environment's data_root)."})
+    synthetic_images: str | None = field(default=None, metadata={
+        "help": "Folder of source images for the synthetic tasks (default: the bundled data/mir_sample; "
+                "'generated': PIL-drawn)."})
+    synthetic_count: int = field(default=32, metadata={"help": "Number of synthetic tasks."})
+    synthetic_seed: int = field(default=0, metadata={"help": "Seed of the synthetic tasks."})
+    synthetic_tasks: list[str] | None = field(default=None, metadata={
+        "help": "Subset of jigsaw, rotation_game, spot_difference, visual_search, ocr (default: all)."})
+    synthetic_base_size: int = field(default=256, metadata={"help": "Long side of jigsaw/rotation/difference images."})
+    synthetic_canvas_size: int = field(default=768, metadata={"help": "Long side of the zoom-task canvases."})
+    synthetic_dir: str | None = field(default=None, metadata={
+        "help": "Where synthetic tasks are written (default: output_dir/synthetic_data; reused when settings match)."})
+    max_train_samples: int | None = field(default=None, metadata={"help": "Keep only the first N rows."})
+    system_prompt: str | None = field(default=None, metadata={
+        "help": "None: prompts as in the data; 'default': agent.loop's system prompt (as eval uses); or any text."})
+    environment: str = field(default="tir_bench", metadata={
+        "help": "Agent environment (agent.environments.ENVIRONMENTS): tir_bench, mir, synthetic, disbench, "
+                "imagemining; 'none' for no tools."})
+    environment_kwargs: dict | str | None = field(default=None, metadata={
+        "help": "Constructor arguments of the environment, e.g. {\"max_pixels\": 262144} (JSON text or a mapping)."})
+    reward_funcs: list[str] = field(default_factory=lambda: ["accuracy", "format", "tool_use"], metadata={
+        "help": "Reward names from rewards.REGISTRY; weights are `reward_weights`."})
+    tool_bonus_cap: int = field(default=1, metadata={
+        "help": "tool_use pays min(successful tool results, cap) / cap when the answer is right."})
+
+
+def _as_dict(value) -> dict:
+    return json.loads(value) if isinstance(value, str) else dict(value or {})
+
+
+def build_reward_funcs(script_args: GRPOScriptArguments, training_args: LookcloserGRPOConfig) -> list:
+    from rewards import get_reward_funcs
+    from rewards.trl_rewards import make_overlong_reward, make_tool_use_reward
+
+    funcs = []
+    for name in script_args.reward_funcs:
+        if name == "tool_use" and script_args.tool_bonus_cap != 1:
+            funcs.append(make_tool_use_reward(cap=script_args.tool_bonus_cap))
+        elif name == "overlong":  # DAPO's soft penalty sized to this run's completion budget
+            length = training_args.max_completion_length
+            funcs.append(make_overlong_reward(max_length=length, buffer=max(1, length // 4)))
+        else:
+            funcs.extend(get_reward_funcs([name]))
+    weights = training_args.reward_weights
+    if weights is not None and len(weights) != len(funcs):
+        raise ValueError(f"reward_weights has {len(weights)} values for {len(funcs)} reward_funcs "
+                         f"({', '.join(script_args.reward_funcs)})")
+    return funcs
+
+
+def environment_factory(script_args: GRPOScriptArguments):
+    """The environment class (with the recipe's constructor arguments) TRL builds one instance of per rollout."""
+    if not script_args.environment or script_args.environment == "none":
+        return None
+    from agent.environments import ENVIRONMENTS
+
+    if script_args.environment not in ENVIRONMENTS:
+        raise ValueError(f"unknown environment {script_args.environment!r}; choose from {sorted(ENVIRONMENTS)} "
+                         "or 'none'")
+    env_cls = ENVIRONMENTS[script_args.environment]
+    kwargs = _as_dict(script_args.environment_kwargs)
+    return functools.partial(env_cls, **kwargs) if kwargs else env_cls
+
+
+def _init_cpu_deepspeed(training_args) -> None:
+    """ZeRO-3 with a separate reference model needs DeepSpeed's process group up before the model loads;
+    on CPU it must be gloo (measured; see platform notes)."""
+    if training_args.use_cpu and os.environ.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true":
+        import deepspeed
+
+        deepspeed.init_distributed(dist_backend="gloo")
+
+
+def build_trainer(script_args: GRPOScriptArguments, training_args: LookcloserGRPOConfig, model_args: ModelConfig):
+    """Model, processor, data, environment and rewards as the recipe says, in a LookcloserGRPOTrainer."""
+    from agent.models import load_processor, resolve_model_path
+    from train.grpo_data import load_grpo_dataset
+    from train.grpo_trainer import LookcloserGRPOTrainer
+
+    _init_cpu_deepspeed(training_args)
+    model_path = resolve_model_path(model_args.model_name_or_path)
+    training_args.model_init_kwargs = {
+        "dtype": model_args.dtype or "float32",
+        "attn_implementation": model_args.attn_implementation,
+        "revision": model_args.model_revision,
+        **(training_args.model_init_kwargs or {}),
+    }
+    processor = load_processor(model_path, revision=model_args.model_revision)
+    dataset = load_grpo_dataset(script_args, training_args)
+    logger.info("GRPO on %d prompts (%s), environment %s, rewards %s", len(dataset),
+                script_args.dataset_path or script_args.dataset_name or "synthetic", script_args.environment,
+                script_args.reward_funcs)
+    training_args.remove_unused_columns = False  # the environments and rewards read the extra columns
+    return LookcloserGRPOTrainer(
+        model=model_path,
+        reward_funcs=build_reward_funcs(script_args, training_args),
+        args=training_args,
+        train_dataset=dataset,
+        processing_class=processor,
+        peft_config=get_peft_config(model_args),
+        environment_factory=environment_factory(script_args),
+    )
+
+
+def main(script_args: GRPOScriptArguments, training_args: LookcloserGRPOConfig, model_args: ModelConfig) -> str:
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory is what this script is about
+    if training_args.report_to and "wandb" in training_args.report_to:
+        os.environ.setdefault("WANDB_PROJECT", "lookcloser")
+
+    trainer = build_trainer(script_args, training_args, model_args)
+    result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    trainer.log_metrics("train", result.metrics)
+    trainer.save_metrics("train", result.metrics)
+    trainer.save_state()
+
+    # Under ZeRO-3 saving is collective: every rank must call it.
+    trainer.save_model(training_args.output_dir)
+    if trainer.accelerator.is_main_process:
+        trainer.processing_class.save_pretrained(training_args.output_dir)
+    trainer.accelerator.wait_for_everyone()
+    trainer.accelerator.print(f"Checkpoint saved to {Path(training_args.output_dir).resolve()}")
+    trainer.end()
+    return training_args.output_dir
+
+
+def parse_args(argv: list[str] | None = None):
+    from train.recipes import parse_recipe
+
+    return parse_recipe((GRPOScriptArguments, LookcloserGRPOConfig, ModelConfig), argv)
+
+
+if __name__ == "__main__":
+    try:
+        main(*parse_args())
+    except ValueError as err:  # RecordError and RecipeError are ValueErrors: one clear line, no traceback
+        from data_builders.records import RecordError
+        from train.recipes import RecipeError
+
+        if isinstance(err, (RecordError, RecipeError)):
+            sys.exit(f"error: {err}")
+        raise

@@ -1,0 +1,365 @@
+"""``LookcloserGRPOTrainer``: TRL's GRPOTrainer plus what multi-turn image tool use needs and TRL lacks.
+
+Each addition sits on one TRL method and calls the original (see docs/grpo.md for why these):
+
+- ``_generate_and_score_completions``: prompt truncation before TRL renders the prompt; then
+  dynamic group filtering on the scored batch (mask constant-reward groups out of the loss, or
+  replace them with groups generated from freshly drawn prompts, up to ``resample_rounds``).
+- ``_generate``: safe tool dicts (malformed calls and unknown tools become ``Error:``
+  observations, the image budget), rollouts in chunks (``rollout_chunk_size: 1`` is sequential),
+  per-trajectory flags (out of turns, out of length) and metrics, rollout timing.
+- ``_calculate_rewards``: rewards read ``<think>`` again; accuracy per benchmark and task; rows
+  that ran out of turns or length get NaN rewards, which TRL already treats as unscorable: left
+  out of the group baseline, advantage 0; they are also taken out of the loss.
+- ``log``: a completions table that W&B renders (text cells, one image per row) plus JSONL.
+- The per-turn token cap is TRL's own ``generation_kwargs`` (``max_new_tokens`` / vLLM ``max_tokens``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import logging
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import torch
+from datasets import Dataset
+from trl import GRPOConfig, GRPOTrainer
+from trl.data_utils import prepare_multimodal_messages
+from trl.trainer import grpo_trainer as trl_grpo
+
+from train.grpo_filtering import (
+    concat_batches,
+    constant_groups,
+    loss_tokens,
+    mask_rows,
+    select_rows,
+    unsupported_keys,
+)
+from train.grpo_logging import table_rows, wandb_table, write_jsonl
+from train.grpo_tools import RolloutTools, SafeToolDict, safe_parser
+from train.grpo_truncation import PromptTruncator, as_placeholders
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class LookcloserGRPOConfig(GRPOConfig):
+    """TRL's GRPOConfig plus the rollout budgets and filters of ``LookcloserGRPOTrainer``."""
+
+    max_turn_tokens: int | None = field(default=None, metadata={
+        "help": "Per-turn token cap (each assistant turn); max_completion_length stays the whole trajectory's cap."})
+    max_images: int | None = field(default=None, metadata={
+        "help": "Image budget per trajectory (input images included); tool results past it get an Error: reply."})
+    max_prompt_length: int | None = field(default=None, metadata={
+        "help": "Left-truncate prompt text to this many tokens (tools and images counted); images are never cut."})
+    filter_groups: bool = field(default=False, metadata={
+        "help": "Dynamic group filtering: groups whose rewards are all equal leave the loss (DAPO dynamic sampling)."})
+    resample_rounds: int = field(default=0, metadata={
+        "help": "With filter_groups: up to this many extra generation rounds on fresh prompts to refill the batch "
+                "with informative groups (0: drop only)."})
+    mask_out_of_turns: bool = field(default=True, metadata={
+        "help": "Trajectories that ran out of tool turns leave the baseline and the loss instead of scoring 0."})
+    mask_out_of_length: bool = field(default=True, metadata={
+        "help": "Trajectories cut by max_completion_length / max_turn_tokens leave the baseline and the loss."})
+    rollout_chunk_size: int | None = field(default=None, metadata={
+        "help": "Generate rollouts this many at a time (1: sequential, for comparison; None: the whole batch)."})
+
+
+@contextlib.contextmanager
+def _safe_parsing():
+    """TRL's tool loop parses replies with its module-level ``parse_response``; route malformed calls."""
+    original = trl_grpo.parse_response
+    trl_grpo.parse_response = safe_parser(original)
+    try:
+        yield
+    finally:
+        trl_grpo.parse_response = original
+
+
+def _count_images(prompt) -> int:
+    return sum(1 for m in prompt if isinstance(m.get("content"), list)
+               for b in m["content"] if isinstance(b, dict) and b.get("type") == "image")
+
+
+def _merge_generations(outs: list[tuple]) -> tuple:
+    """Concatenate the tuples ``GRPOTrainer._generate`` returned for consecutive chunks of prompts."""
+    cat = lambda i: [x for out in outs for x in out[i]]
+    tool_mask = None if outs[0][2] is None else cat(2)
+    logprobs = None if outs[0][4] is None else cat(4)
+    extra = {k: [v for out in outs for v in out[5][k]] for k in outs[0][5]}
+    if all(out[6] is None for out in outs):
+        images = None
+    else:
+        images = [x for out in outs for x in (out[6] if out[6] is not None else [None] * len(out[0]))]
+    return cat(0), cat(1), tool_mask, cat(3), logprobs, extra, images, cat(7)
+
+
+class LookcloserGRPOTrainer(GRPOTrainer):
+    """GRPOTrainer for multi-turn tool use with images; takes ``LookcloserGRPOConfig`` (a plain
+    ``GRPOConfig`` works too, with the additions off)."""
+
+    def __init__(self, *args, **kwargs):
+        config = kwargs.get("args", args[2] if len(args) > 2 else None)
+        cap = getattr(config, "max_turn_tokens", None)
+        if cap:
+            gen = config.generation_kwargs
+            gen = json.loads(gen) if isinstance(gen, str) else dict(gen or {})
+            gen.setdefault("max_tokens" if config.use_vllm else "max_new_tokens", int(cap))
+            config.generation_kwargs = gen
+        super().__init__(*args, **kwargs)
+        # Our table replaces TRL's (which W&B rejects for image prompts); it needs the images kept.
+        self._table = bool(self.log_completions)
+        if self._table:
+            self.log_completions, self.log_multimodal = False, True
+        self._last_table_step = -1
+        max_prompt = self._opt("max_prompt_length")
+        self._truncator = PromptTruncator(self.processing_class, max_prompt, self.chat_template,
+                                          self.chat_template_kwargs) if max_prompt else None
+        self._rollout_tools: list[RolloutTools] = []
+        self._row_flags = torch.zeros(0, 2, dtype=torch.bool)
+        self._round_rewards: torch.Tensor | None = None  # global weighted reward per row (NaN: masked/unscorable)
+        self._round_masked = torch.zeros(0, dtype=torch.bool)  # global: rows taken out of baseline and loss
+        self._resample_calls = 0
+        self.timings: dict[str, list[float]] = defaultdict(list)
+
+    def _opt(self, name: str, default=None):
+        return getattr(self.args, name, default)
+
+    def _mode(self) -> str:
+        return "train" if self.model.training else "eval"
+
+    # -- the step: truncation, scoring, filtering --
+
+    def training_step(self, model, inputs, num_items_in_batch):
+        start = time.perf_counter()
+        out = super().training_step(model, inputs, num_items_in_batch)
+        self.timings["step"].append(time.perf_counter() - start)
+        return out
+
+    def _generate_and_score_completions(self, inputs):
+        batch = self._score_round(inputs)
+        if self._mode() != "train" or not self._opt("filter_groups", False):
+            return batch
+        return self._filter_groups(batch)
+
+    def _score_round(self, inputs):
+        if self._truncator is not None:
+            inputs = [self._truncate_row(x) for x in inputs]
+        batch = super()._generate_and_score_completions(inputs)
+        if self._round_masked.any():  # global flags: every rank takes this branch (the gather is collective)
+            start = self.accelerator.process_index * len(inputs)
+            keep = ~self._round_masked[start:start + len(inputs)]
+            batch = mask_rows(batch, keep)
+            batch["num_items_in_batch"] = self.accelerator.gather(loss_tokens(batch)).sum()
+        return batch
+
+    def _truncate_row(self, row: dict) -> dict:
+        prompt = row.get("prompt")
+        if not isinstance(prompt, list):
+            return row
+        images = row.get("images") or ([row["image"]] if row.get("image") is not None else [])
+        if self.environment_factories is not None:
+            tools = self._env_tools[row.get("environment") if self._multi_environment else None]
+        else:
+            tools = self.tools
+        messages = prepare_multimodal_messages(copy.deepcopy(prompt), images=list(images))
+        result = self._truncator(messages, tools)
+        self._log_metric("prompt/truncated_ratio", float(result.truncated))
+        self._log_metric("prompt/over_budget_ratio", float(result.over_budget))
+        return {**row, "prompt": as_placeholders(result.messages)} if result.truncated else row
+
+    def _filter_groups(self, batch: dict) -> dict:
+        size, G = batch["advantages"].size(0), self.num_generations
+        start = self.accelerator.process_index * size
+        constant = constant_groups(self._round_rewards, G)
+        self._metrics["train"]["groups/dropped_ratio"].append(constant.float().mean().item())
+        rows_constant = constant.repeat_interleave(G)[start:start + size].cpu()
+        rounds = int(self._opt("resample_rounds", 0) or 0)
+        resample = (rounds > 0 and size % G == 0 and isinstance(self.train_dataset, Dataset)
+                    and not unsupported_keys(batch))
+        if not resample:
+            if constant.any():
+                batch = mask_rows(batch, ~rows_constant)
+                batch["num_items_in_batch"] = self.accelerator.gather(loss_tokens(batch)).sum()
+            return batch
+        need = size // G
+        group_rows = lambda gs: [g * G + k for g in gs for k in range(G)]
+        informative = [g for g in range(need) if not rows_constant[g * G]]
+        parts = [select_rows(batch, group_rows(informative))] if informative else []
+        have, used = len(informative), 0
+        while used < rounds:
+            deficit = torch.tensor([need - have], device=self.accelerator.device)
+            if self.accelerator.gather(deficit).max().item() <= 0:
+                break
+            used += 1
+            extra = self._score_round(self._draw_inputs(need))
+            flags = constant_groups(self._round_rewards, G)
+            self._metrics["train"]["groups/dropped_ratio"].append(flags.float().mean().item())
+            flags = flags.repeat_interleave(G)[start:start + size].cpu()
+            take = [g for g in range(need) if not flags[g * G]][: max(need - have, 0)]
+            if take:
+                parts.append(select_rows(extra, group_rows(take)))
+                have += len(take)
+        keep = [True] * (have * G)
+        if have < need:  # still short: fill with constant groups of the first round, out of the loss
+            fillers = [g for g in range(need) if rows_constant[g * G]][: need - have]
+            parts.append(select_rows(batch, group_rows(fillers)))
+            keep += [False] * (len(fillers) * G)
+        merged = mask_rows(concat_batches(parts, self._tokenizer.pad_token_id), torch.tensor(keep))
+        merged["num_items_in_batch"] = self.accelerator.gather(loss_tokens(merged)).sum()
+        self._metrics["train"]["groups/resample_rounds"].append(float(used))
+        filled = self.accelerator.gather(torch.tensor([have / need], device=self.accelerator.device))
+        self._metrics["train"]["groups/informative_ratio"].append(filled.mean().item())
+        return merged
+
+    def _draw_inputs(self, groups: int) -> list[dict]:
+        """Fresh prompts for a resampling round: the same seeded draw on every rank, each its own slice."""
+        self._resample_calls += 1
+        generator = torch.Generator().manual_seed(int(self.args.seed) * 1_000_003 + self._resample_calls)
+        total = groups * self.accelerator.num_processes
+        index = torch.randint(len(self.train_dataset), (total,), generator=generator).tolist()
+        mine = index[self.accelerator.process_index * groups:(self.accelerator.process_index + 1) * groups]
+        rows = [self.train_dataset[i] for i in mine]
+        return [dict(row) for row in rows for _ in range(self.num_generations)]
+
+    # -- rollouts --
+
+    def _generate(self, prompts: list):
+        start = time.perf_counter()
+        if self.tools:
+            self._wrap_tools(prompts)
+        size = self._opt("rollout_chunk_size")
+        if self.tools:  # where TRL's failure values for this rollout will start (replaced below)
+            self._failure_mark = len(self._metrics[self._mode()]["tools/failure_frequency"])
+        with _safe_parsing():
+            if size and size < len(prompts):
+                out = self._generate_chunked(prompts, int(size))
+            else:
+                out = super()._generate(prompts)
+        self._trajectory_metrics(prompts, out)
+        seconds = time.perf_counter() - start
+        self.timings["rollout"].append(seconds)
+        self._metrics[self._mode()]["timing/rollout_seconds"].append(seconds)
+        return out
+
+    def _wrap_tools(self, prompts: list) -> None:
+        self._rollout_tools = []
+        for i, prompt in enumerate(prompts):
+            env = self.environments[i] if self.environments else None
+            state = RolloutTools(env, images=_count_images(prompt), max_images=self._opt("max_images"))
+            sync, asynchronous = self._sync_tool_dicts[i], self._async_tool_dicts[i]
+            available = sorted(set(sync) | set(asynchronous))
+            self._sync_tool_dicts[i] = SafeToolDict(sync, state, available, frozenset(asynchronous))
+            self._rollout_tools.append(state)
+
+    def _generate_chunked(self, prompts: list, size: int) -> tuple:
+        names = ("_sync_tool_dicts", "_async_tool_dicts", "_batch_environments")
+        saved = {name: getattr(self, name, None) for name in names}
+        outs = []
+        try:
+            for begin in range(0, len(prompts), size):
+                for name, value in saved.items():
+                    if value is not None:
+                        setattr(self, name, value[begin:begin + size])
+                outs.append(super()._generate(prompts[begin:begin + size]))
+        finally:
+            for name, value in saved.items():
+                setattr(self, name, value)
+        return _merge_generations(outs)
+
+    def _trajectory_metrics(self, prompts: list, out: tuple) -> None:
+        completion_ids, completions, tool_images = out[1], out[3], out[7]
+        eos = {*self.eos_token_ids, self._tokenizer.pad_token_id}
+        stats, flags = [], []
+        for i, (ids, messages) in enumerate(zip(completion_ids, completions)):
+            turns = sum(1 for m in messages if m.get("role") == "assistant")
+            pending = bool(self.tools) and bool(messages) and messages[-1].get("role") == "assistant" \
+                and bool(messages[-1].get("tool_calls"))
+            out_of_turns = pending and turns > self.max_tool_calling_iterations
+            out_of_length = (not ids or ids[-1] not in eos) or (pending and not out_of_turns)
+            tools = self._rollout_tools[i] if i < len(self._rollout_tools) and self.tools else None
+            images = _count_images(prompts[i]) + (len(tool_images[i]) if i < len(tool_images) else 0)
+            stats.append([turns, images, out_of_turns, out_of_length, tools.calls if tools else 0,
+                          tools.errors if tools else 0, tools.refused if tools else 0])
+            flags.append([out_of_turns, out_of_length])
+        self._row_flags = torch.tensor(flags, dtype=torch.bool).view(-1, 2)
+        totals = self.accelerator.gather(torch.tensor(stats, dtype=torch.float32, device=self.accelerator.device))
+        totals = totals.view(-1, 7)
+        metrics = self._metrics[self._mode()]
+        metrics["trajectory/turns"].append(totals[:, 0].mean().item())
+        metrics["trajectory/images"].append(totals[:, 1].mean().item())
+        metrics["trajectory/out_of_turns_ratio"].append(totals[:, 2].mean().item())
+        metrics["trajectory/out_of_length_ratio"].append(totals[:, 3].mean().item())
+        if self.tools:
+            calls = totals[:, 4].sum().item()
+            # TRL counts raised exceptions; the agent's tools answer errors as "Error:" text instead.
+            failure = totals[:, 5].sum().item() / calls if calls else 0.0
+            del metrics["tools/failure_frequency"][self._failure_mark:]  # TRL's values for this rollout
+            metrics["tools/failure_frequency"].append(failure)
+            metrics["tools/image_budget_refusals"].append(totals[:, 6].mean().item())
+            for tool in self.tools:  # calls per trajectory of each tool (every rank logs every name)
+                name = getattr(tool, "__name__", str(tool))
+                for state in self._rollout_tools:
+                    self._log_metric(f"tools/{name}/call_frequency", float(state.by_name.get(name, 0)))
+
+    # -- rewards --
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        # rewards/ reads parsed-out reasoning_content back inside <think> itself.
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        self._log_accuracy(inputs, completions)
+        flags = self._row_flags if len(self._row_flags) == len(prompts) else torch.zeros(len(prompts), 2, dtype=torch.bool)
+        local = (flags[:, 0] & bool(self._opt("mask_out_of_turns", False))) | \
+            (flags[:, 1] & bool(self._opt("mask_out_of_length", False)))
+        masked = self.accelerator.gather(local.to(rewards_per_func.device)).bool()
+        rewards_per_func[masked] = torch.nan
+        self._round_masked = masked
+        self._metrics[self._mode()]["trajectory/masked_ratio"].append(masked.float().mean().item())
+        weights = self.reward_weights.to(rewards_per_func.device)
+        total = (rewards_per_func * weights.unsqueeze(0)).nansum(dim=1)
+        total[torch.isnan(rewards_per_func).all(dim=1)] = torch.nan
+        self._round_rewards = total
+        return rewards_per_func
+
+    def _log_accuracy(self, inputs: list[dict], completions: list) -> None:
+        """``accuracy/{benchmark}`` and ``accuracy/{benchmark}/{task}``: the benchmark score of every row."""
+        from rewards._text import completion_text
+        from rewards.trl_rewards import normalize_source, score_row
+
+        for row, completion in zip(inputs, completions):
+            source = normalize_source(row.get("data_source"))
+            info = row.get("reward_info")
+            try:
+                info = json.loads(info) if isinstance(info, str) else info
+            except ValueError:
+                info = None
+            if not source or not isinstance(info, dict):
+                continue
+            score = score_row(source, completion_text(completion), info)
+            if score is None:
+                continue
+            self._log_metric(f"accuracy/{source}", float(score))
+            task = row.get("task") or info.get("task") or info.get("subtask")
+            if isinstance(task, str) and task:
+                self._log_metric(f"accuracy/{source}/{task}", float(score))
+
+    # -- logging --
+
+    def log(self, logs: dict, start_time: float | None = None) -> None:
+        super().log(logs, start_time)
+        step = self.state.global_step
+        if not (self._table and self.accelerator.is_main_process and self._logs["prompt"]) \
+                or step == self._last_table_step:
+            return
+        self._last_table_step = step
+        rows = table_rows(self._logs, step)
+        write_jsonl(rows, self.args.output_dir, step)
+        if self.args.report_to and "wandb" in self.args.report_to:
+            import wandb
+
+            if wandb.run is not None:
+                wandb.log({"completions": wandb_table(rows)})
