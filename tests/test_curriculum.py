@@ -93,5 +93,10 @@ def test_missing_stage_data_fails_before_training(tmp_path, capsys):
 
 def test_default_recipe_plans_the_paper_curriculum():
     stages = plan(REPO / "recipes" / "mir_curriculum.yaml")
-    assert [s.name for s in stages] == ["imagenet_think", "mir_stage1", "mir_stage2", "mir_stage3", "mir_stage4"]
-    assert [s.config.get("mir_stage") for s in stages[1:]] == [1, 2, 3, 4]
+    names = ["imagenet_think", "mir_stage1", "mir_stage2", "mir_stage3", "mir_stage4", "grpo"]
+    assert [s.name for s in stages] == names
+    assert [s.config.get("mir_stage") for s in stages[1:5]] == [1, 2, 3, 4]
+    # GRPO closes the curriculum from stage 4's checkpoint, with its own recipe (no SFT defaults).
+    grpo = stages[-1]
+    assert grpo.script == "train/grpo.py" and grpo.config["model_name_or_path"] == str(stages[4].output_dir)
+    assert "faithful_upstream" not in grpo.config and grpo.config["environment"] == "tir_bench"

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from trl import ModelConfig, ScriptArguments, SFTConfig, get_peft_config
+
+from train.entry import train_and_save
 
 logger = logging.getLogger(__name__)
 
@@ -116,27 +117,12 @@ def build_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mod
 
 
 def main(script_args: SFTScriptArguments, training_args: SFTConfig, model_args: ModelConfig) -> str:
-    from agent.models import without_truncation
-
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     if training_args.report_to and "wandb" in training_args.report_to:
         os.environ.setdefault("WANDB_PROJECT", "lookcloser")
 
     trainer = build_trainer(script_args, training_args, model_args)
-    result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
-    trainer.log_metrics("train", result.metrics)
-    trainer.save_metrics("train", result.metrics)
-    trainer.save_state()
-
-    # Under ZeRO-3 saving is collective: every rank must call it.
-    trainer.save_model(training_args.output_dir)
-    if trainer.accelerator.is_main_process:
-        # Save the processor as it was loaded, not with the truncation TRL set while training.
-        without_truncation(trainer.processing_class).save_pretrained(training_args.output_dir)
-    trainer.accelerator.wait_for_everyone()
-    trainer.accelerator.print(f"Checkpoint saved to {Path(training_args.output_dir).resolve()}")
-    trainer.end()
-    return training_args.output_dir
+    return train_and_save(trainer, training_args.output_dir, training_args.resume_from_checkpoint)
 
 
 def parse_args(argv: list[str] | None = None):
@@ -146,12 +132,6 @@ def parse_args(argv: list[str] | None = None):
 
 
 if __name__ == "__main__":
-    try:
-        main(*parse_args())
-    except ValueError as err:  # RecordError and RecipeError are ValueErrors: one clear line, no traceback
-        from data_builders.records import RecordError
-        from train.recipes import RecipeError
+    from train.entry import run
 
-        if isinstance(err, (RecordError, RecipeError)):
-            sys.exit(f"error: {err}")
-        raise
+    run(main, parse_args)
