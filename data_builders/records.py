@@ -188,14 +188,3 @@ def check_image(path: Path, *, source: str | Path = "", rid: object = None, fiel
     except Exception as err:  # PIL raises many types for broken files
         raise RecordError(source, rid, field, f"image {path} does not decode ({type(err).__name__}: {err})") from err
     return width, height
-
-
-def load_image(path: Path, *, source: str | Path = "", rid: object = None, field: str = "images"):
-    """Open an already-checked image as RGB (a second decode is the price of verify())."""
-    from PIL import Image
-
-    try:
-        with Image.open(path) as img:
-            return img.convert("RGB")
-    except Exception as err:
-        raise RecordError(source, rid, field, f"image {path} does not decode ({type(err).__name__}: {err})") from err

@@ -48,3 +48,16 @@ def _fresh_wandb_per_test():
             wandb.finish()
         wandb.teardown()
 
+
+def assert_trained_full_weights(out_dir: Path, initial_dir: Path) -> None:
+    """The checkpoint in ``out_dir`` holds trained weights (not the initial ones), every tensor whole."""
+    import torch
+
+    from agent.models import load_model
+
+    trained = dict(load_model(str(out_dir)).named_parameters())
+    original = load_model(str(initial_dir))
+    changed = [name for name, p in original.named_parameters() if not torch.equal(p, trained[name])]
+    assert changed, "the saved weights must be the trained ones, not the initial ones"
+    assert all(p.numel() > 0 for p in trained.values()), "a ZeRO-3 save must gather full tensors"
+
