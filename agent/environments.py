@@ -9,9 +9,10 @@ observation string or None), and the tools as its public methods. The same class
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable
 
-from agent.image_env import ImageToolEnv
+from agent.image_env import CropToolEnv, ImageToolEnv
 from agent.photo_env import PhotoCollectionEnv
 from agent.toolkit import ToolEnv, tool_names
 from agent.web_env import WebImageEnv
@@ -20,11 +21,12 @@ ENVIRONMENTS: dict[str, type[ToolEnv]] = {
     "tir_bench": ImageToolEnv,
     "mir": ImageToolEnv,
     "synthetic": ImageToolEnv,
+    "crop": CropToolEnv,  # crop only: the tool curriculum (recipes/tool_curriculum.yaml)
     "disbench": PhotoCollectionEnv,
     "imagemining": WebImageEnv,
 }
 
-__all__ = ["ENVIRONMENTS", "ImageToolEnv", "PhotoCollectionEnv", "WebImageEnv", "env_class", "tool_schemas"]
+__all__ = ["ENVIRONMENTS", "CropToolEnv", "ImageToolEnv", "PhotoCollectionEnv", "WebImageEnv", "env_class", "tool_schemas"]
 
 
 def env_class(env_cls_or_factory: type | Callable) -> type:
@@ -49,7 +51,12 @@ def tool_schemas(env_cls: type | Callable) -> list[dict]:
     >>> [s["function"]["name"] for s in tool_schemas(ImageToolEnv)]
     ['adjust', 'crop', 'flip', 'rotate', 'view_image', 'zoom']
     """
+    return json.loads(_tool_schemas_json(env_class(env_cls)))  # a fresh copy: callers may change theirs
+
+
+@functools.cache
+def _tool_schemas_json(cls: type) -> str:
+    # Made once per class: parsing the hints and docstrings took ~3 ms, paid on every eval episode.
     from transformers.utils import get_json_schema
 
-    cls = env_class(env_cls)
-    return [get_json_schema(getattr(cls, name)) for name in tool_names(cls)]
+    return json.dumps([get_json_schema(getattr(cls, name)) for name in tool_names(cls)])

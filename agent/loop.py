@@ -22,6 +22,7 @@ from agent.episode import Episode, Policy, image_blocks_in
 from agent.images import load_example_images
 from agent.parsing import has_unparsed_tool_call
 from agent.trajectory import Trajectory
+from rewards.format_and_tools import returned_image
 
 logger = logging.getLogger(__name__)
 
@@ -199,6 +200,7 @@ def _trajectory(episode: Episode) -> Trajectory:
         messages=episode.messages, final_response=final, stop_reason=episode.stop_reason or "error",
         num_turns=episode.num_turns, tool_calls=getattr(env, "tool_calls", 0), tool_errors=getattr(env, "tool_errors", 0),
         images=episode.images, truncated=episode.truncated, error=episode.error, example_index=episode.index,
+        tool_images=sum(1 for m in episode.messages if m.get("role") == "tool" and returned_image(m.get("content"))),
     )
 
 
@@ -231,9 +233,14 @@ def run_episodes(policy: Policy, env_cls_or_factory: type | Callable, examples: 
                 _after_turn(episode, turn, policy, max_turns, max_images)
             live = [ep for ep in live if ep.stop_reason is None]
     else:
-        with ThreadPoolExecutor(max_workers=max(1, policy.max_workers)) as pool:
-            futures = [pool.submit(_play_one, policy, ep, max_turns, max_new_tokens_per_turn, max_images)
-                       for ep in episodes if ep.stop_reason is None]
-            for future in futures:
-                future.result()
+        live = [ep for ep in episodes if ep.stop_reason is None]
+        if len(live) == 1 or policy.max_workers <= 1:  # eval.runner: already one thread per episode
+            for episode in live:
+                _play_one(policy, episode, max_turns, max_new_tokens_per_turn, max_images)
+        else:
+            with ThreadPoolExecutor(max_workers=policy.max_workers) as pool:
+                futures = [pool.submit(_play_one, policy, ep, max_turns, max_new_tokens_per_turn, max_images)
+                           for ep in live]
+                for future in futures:
+                    future.result()
     return [_trajectory(ep) for ep in episodes]

@@ -65,17 +65,114 @@ AutoProcessor.register(Qwen3VLConfig, LookcloserQwen3VLProcessor, exist_ok=True)
 
 
 def tiny_model_cache_dir() -> Path:
+    from agent.tiny_qwen3_vl import VERSION
+
     root = os.environ.get("LOOKCLOSER_CACHE") or Path.home() / ".cache" / "lookcloser"
-    return Path(root) / "tiny-qwen3-vl"
+    # Versioned: a cache built by an older definition of the tiny model is never picked up.
+    return Path(root) / f"tiny-qwen3-vl-v{VERSION}"
+
+
+LOCAL_ROOTS = ("outputs", "output", "checkpoints", "data", "runs", "models", "tmp")
+
+
+class ModelPathError(ValueError):
+    """A model name that names nothing loadable here (said in one line, before any hub call)."""
+
+
+def looks_like_path(name: str) -> bool:
+    """A name meant as a local folder rather than a hub id (``owner/name``).
+
+    >>> looks_like_path("outputs/sft"), looks_like_path("./sft"), looks_like_path("Qwen/Qwen3-VL-2B-Instruct")
+    (True, True, False)
+    """
+    if name.startswith(("/", ".", "~")) or name.endswith("/") or name.count("/") > 1 or "\\" in name:
+        return True
+    head = name.split("/")[0]
+    # `outputs/x` when ./outputs exists, or under a folder name no hub owner goes by in our docs.
+    return "/" in name and (Path(head).is_dir() or head in LOCAL_ROOTS)
+
+
+def adapter_base(path: str | Path) -> str | None:
+    """The base model a LoRA adapter folder names (``adapter_config.json``), else None."""
+    config = Path(path) / "adapter_config.json"
+    if not config.is_file() or (Path(path) / "config.json").is_file():
+        return None
+    import json
+
+    base = json.loads(config.read_text(encoding="utf-8")).get("base_model_name_or_path")
+    if not base:
+        raise ModelPathError(f"{config}: names no base_model_name_or_path, so the adapter cannot be loaded")
+    return str(base)
+
+
+def merge_adapter(adapter_dir: str | Path, out_dir: str | Path) -> Path:
+    """Write base + LoRA adapter as one full checkpoint (weights merged, processor beside them)."""
+    import shutil
+    import tempfile
+
+    from peft import PeftModel
+
+    adapter_dir, out_dir = Path(adapter_dir), Path(out_dir)
+    base = resolve_model_path(adapter_base(adapter_dir) or "")
+    model = PeftModel.from_pretrained(load_model(base), str(adapter_dir)).merge_and_unload()
+    has_processor = (adapter_dir / "tokenizer_config.json").is_file()
+    processor = _processor_at(str(adapter_dir) if has_processor else base, config_path=base)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.tmp-"))
+    try:
+        model.save_pretrained(tmp)
+        processor.save_pretrained(tmp)
+        if out_dir.exists() and (out_dir / "config.json").exists():
+            shutil.rmtree(out_dir, ignore_errors=True)
+        try:
+            os.rename(tmp, out_dir)
+        except OSError:
+            if not (out_dir / "config.json").exists():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out_dir
+
+
+def _merged_adapter_path(adapter_dir: Path) -> str:
+    """A LoRA folder as a full checkpoint: merged once per adapter content, cached.
+
+    Why merge instead of loading base + adapter everywhere: every consumer (TRL trainers given a
+    path, eval, vLLM, the processor loader) then sees an ordinary checkpoint.
+    """
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name in ("adapter_config.json", "adapter_model.safetensors", "adapter_model.bin"):
+        if (adapter_dir / name).is_file():
+            digest.update((adapter_dir / name).read_bytes())
+    target = tiny_model_cache_dir().parent / "merged" / digest.hexdigest()[:16]
+    if not (target / "config.json").exists():
+        merge_adapter(adapter_dir, target)
+    return str(target)
 
 
 def resolve_model_path(name_or_path: str) -> str:
     """Turn a recipe's ``model_name_or_path`` into something ``from_pretrained`` can load.
 
-    The reserved tiny name is built offline (once, then cached); anything else is returned
-    unchanged, so hub ids and local folders behave as they do everywhere in transformers.
+    The reserved tiny name is built offline (once, then cached); a LoRA adapter folder becomes
+    its base + adapter merged (cached); a local path that does not exist is a ``ModelPathError``
+    (never a hub lookup); hub ids are returned unchanged.
     """
+    if not name_or_path:
+        raise ModelPathError("no model given (set model_name_or_path / --model)")
     if name_or_path != TINY_MODEL_NAME:
+        path = Path(name_or_path).expanduser()
+        if path.is_dir():
+            if adapter_base(path) is not None:
+                return _merged_adapter_path(path)
+            if not (path / "config.json").is_file():
+                raise ModelPathError(f"{name_or_path}: folder has no config.json or adapter_config.json "
+                                     "(not a checkpoint)")
+            return name_or_path
+        if looks_like_path(name_or_path) or path.exists():
+            raise ModelPathError(f"{name_or_path}: model folder not found (a local path; hub ids look like "
+                                 "owner/name)")
         return name_or_path
     target = tiny_model_cache_dir()
     if not (target / "config.json").exists():
@@ -102,8 +199,12 @@ def without_truncation(processor):
 
 
 def load_processor(name_or_path: str, **kwargs):
-    path = resolve_model_path(name_or_path)
-    if AutoConfig.from_pretrained(path).model_type == "qwen3_vl":
+    return _processor_at(resolve_model_path(name_or_path), **kwargs)
+
+
+def _processor_at(path: str, config_path: str | None = None, **kwargs):
+    """The processor saved in ``path``, for the model whose config is in ``config_path`` (default: path)."""
+    if AutoConfig.from_pretrained(config_path or path).model_type == "qwen3_vl":
         # Real Qwen3-VL checkpoints name the stock processor, which cannot be built without
         # torchvision; ours loads the same tokenizer, image processor and chat template.
         return without_truncation(LookcloserQwen3VLProcessor.from_pretrained(path, **kwargs))

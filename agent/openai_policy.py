@@ -5,6 +5,12 @@ from the response's ``tool_calls`` when the server parses them, else parsed from
 way TRL parses Qwen replies (``agent.parsing``, TRL's own parser). Requests have timeouts and are retried with
 backoff on timeouts, connection errors, 429 and 5xx; the key is read from an environment
 variable and sent as a bearer header, never logged.
+
+Many episodes run at once, one per thread (``eval.runner``), so the client's own CPU time per
+request bounds the requests in flight: urllib3 sends them, from one pool of kept-alive connections
+shared by the threads (no TCP handshake per request), the environment's proxy/CA settings are read
+once, and an image is PNG-encoded fast (compression level 1) once per policy, then sent again from the cache on
+later turns.
 """
 
 from __future__ import annotations
@@ -13,13 +19,17 @@ import base64
 import io
 import json
 import os
+import threading
 import time
+import weakref
 
 from PIL import Image
 
 from agent.episode import Episode, Turn
 from agent.images import fit_under_budget
 from agent.parsing import parse_assistant_text
+
+POOL_SIZE = 256  # kept-alive connections; more episodes in flight than this open (and close) extra ones
 
 
 class EndpointError(RuntimeError):
@@ -36,7 +46,7 @@ def image_data_url(image: Image.Image, max_pixels: int) -> str:
     if size != image.size:
         image = image.resize(size, Image.Resampling.BICUBIC)
     buffer = io.BytesIO()
-    image.convert("RGB").save(buffer, format="PNG")
+    image.convert("RGB").save(buffer, format="PNG", compress_level=1)  # lossless; level 6 took ~4x the CPU
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
@@ -71,6 +81,9 @@ class OpenAIPolicy:
         self.timeout, self.retries, self.backoff, self.max_workers = timeout, retries, backoff, max_workers
         self.temperature, self.max_image_pixels = temperature, max_image_pixels
         self.tool_images_as, self.extra_body = tool_images_as, dict(extra_body or {})
+        self._pool_lock = threading.Lock()
+        self._http = None  # one urllib3 pool of kept-alive connections for every thread (``_pool``)
+        self._urls: dict[int, str] = {}  # id(image) -> data URL, dropped when the image is freed
 
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAIPolicy({self.base_url!r}, {self.model!r}, api_key_env={self.api_key_env!r})"
@@ -92,8 +105,7 @@ class OpenAIPolicy:
         parts = []
         for block in content:
             if isinstance(block.get("image"), Image.Image):
-                parts.append({"type": "image_url", "image_url": {"url": image_data_url(block["image"],
-                                                                                        self.max_image_pixels)}})
+                parts.append({"type": "image_url", "image_url": {"url": self._image_url(block["image"])}})
             elif block.get("type") == "text" or "text" in block:
                 parts.append({"type": "text", "text": str(block.get("text", ""))})
         return parts
@@ -134,35 +146,70 @@ class OpenAIPolicy:
                 out.append({"role": role, "content": self._parts(message.get("content"))})
         return out
 
+    def _image_url(self, image: Image.Image) -> str:
+        """``image_data_url``, once per image object: every turn re-sends the whole conversation."""
+        key = id(image)
+        url = self._urls.get(key)
+        if url is None:
+            url = image_data_url(image, self.max_image_pixels)
+            if key not in self._urls:  # ids are reused after an object dies: forget it then
+                weakref.finalize(image, self._urls.pop, key, None)
+            self._urls[key] = url
+        return url
+
     # -- HTTP --
 
+    def _pool(self):
+        """One urllib3 pool for every thread (thread-safe; each request gets its own kept-alive
+        connection), with the proxy and CA settings ``requests.post`` would take from the environment
+        (``HTTPS_PROXY``/``NO_PROXY``, ``REQUESTS_CA_BUNDLE``), read once. urllib3 directly, not
+        ``requests``: its per-request preparation was a third of the client's CPU per request."""
+        if self._http is None:
+            with self._pool_lock:
+                if self._http is None:
+                    import requests
+                    import urllib3
+                    from requests.utils import DEFAULT_CA_BUNDLE_PATH, select_proxy
+
+                    with requests.Session() as probe:
+                        settings = probe.merge_environment_settings(self.base_url, {}, None, None, None)
+                    kwargs: dict = {"maxsize": POOL_SIZE, "retries": False}
+                    if self.base_url.startswith("https"):
+                        verify = settings["verify"]
+                        kwargs["cert_reqs"] = "CERT_REQUIRED" if verify else "CERT_NONE"
+                        if verify:
+                            kwargs["ca_certs"] = verify if isinstance(verify, str) else DEFAULT_CA_BUNDLE_PATH
+                    proxy = select_proxy(self.base_url, settings["proxies"])
+                    self._http = urllib3.ProxyManager(proxy, **kwargs) if proxy else urllib3.PoolManager(**kwargs)
+        return self._http
+
     def _post(self, payload: dict) -> dict:
-        import requests
+        import urllib3
 
         headers = {"Content-Type": "application/json"}
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
         if key:
             headers["Authorization"] = f"Bearer {key}"
+        http, body = self._pool(), json.dumps(payload).encode()
         last = "no attempt"
         for attempt in range(self.retries + 1):
             if attempt:
                 time.sleep(self.backoff * 2 ** (attempt - 1))
             try:
-                resp = requests.post(f"{self.base_url}/chat/completions", data=json.dumps(payload), headers=headers,
-                                     timeout=self.timeout)
-            except requests.Timeout:
-                last = f"timed out after {self.timeout:g}s"
+                resp = http.request("POST", f"{self.base_url}/chat/completions", body=body, headers=headers,
+                                    timeout=urllib3.Timeout(connect=self.timeout, read=self.timeout))
+            except urllib3.exceptions.HTTPError as err:  # timed out, refused, reset, dropped, TLS, proxy
+                timed_out = (isinstance(err, urllib3.exceptions.TimeoutError)  # a refusal subclasses it too
+                             and not isinstance(err, urllib3.exceptions.NewConnectionError))
+                last = f"timed out after {self.timeout:g}s" if timed_out else type(err).__name__
                 continue
-            except requests.RequestException as err:
-                last = type(err).__name__
+            if resp.status == 429 or resp.status >= 500:
+                last = f"HTTP {resp.status}"
                 continue
-            if resp.status_code == 429 or resp.status_code >= 500:
-                last = f"HTTP {resp.status_code}"
-                continue
-            if resp.status_code != 200:
-                raise EndpointError(f"HTTP {resp.status_code}: {resp.text[:300]}")
+            if resp.status != 200:
+                raise EndpointError(f"HTTP {resp.status}: {resp.data[:300].decode(errors='replace')}")
             try:
-                return resp.json()
+                return json.loads(resp.data)
             except ValueError:
                 last = "a reply that is not JSON"
         raise EndpointError(f"endpoint failed after {self.retries + 1} attempts ({last})")

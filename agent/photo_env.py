@@ -1,24 +1,35 @@
 """``PhotoCollectionEnv``: DISBench's tools over one user's photo history (spec §4).
 
-``image_search`` (embedding index), ``get_metadata``, ``filter_metadata`` (time range, place
-text, GPS radius, device, within a named subset), ``view_photos`` (a few photos, downscaled),
-``save_subset`` (named photo sets kept across steps), plus ``web_search`` / ``fetch_page``.
+``image_search`` (embedding index, optionally within a named subset), ``get_metadata``,
+``filter_metadata`` (time range, place text, GPS radius, device, within a named subset),
+``view_photos`` (a few photos, downscaled), ``save_subset`` (named photo sets kept across
+steps), plus ``web_search`` / ``fetch_page``. DISBench's upstream agent (ImageSeeker) names them
+``ImageSearch``, ``GetMetadata``, ``FilterMetadata``, ``ViewPhotos``, ``WebSearch``: every env here
+accepts both spellings in a call, and ``ImageSeekerEnv`` exposes the upstream names as its tools
+(the schemas a prompt or TRL shows), so a model prompted or trained with the upstream tool set
+runs unchanged. Each env shows one spelling only: both would double the tool list in every prompt.
 A row needs ``user_id`` and ``data_root`` (the DISBench folder with ``metadata/`` and ``images/``).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+from collections.abc import Callable
+from typing import ClassVar
 
 from agent import photos as ph
 from agent.embedders import Embedder, LRUCache, build_or_load_index, default_embedder, thumbnail
 from agent.search import SearchBackend
-from agent.toolkit import ToolEnv, ToolError, error_text, tool
+from agent.toolkit import ToolEnv, ToolError, error_text, tool, tool_names
 from agent.web_env import WebSearchTools
 
 _COLLECTIONS = LRUCache(size=8)  # (collection, index) per user, shared by the env instances of a process
 LAST_FILTER = "last_filter"
+# DISBench's upstream tool names -> ours (same functions)
+UPSTREAM_NAMES = {"ImageSearch": "image_search", "GetMetadata": "get_metadata", "FilterMetadata": "filter_metadata",
+                  "ViewPhotos": "view_photos", "WebSearch": "web_search"}
 
 
 class PhotoCollectionEnv(WebSearchTools, ToolEnv):
@@ -97,12 +108,13 @@ class PhotoCollectionEnv(WebSearchTools, ToolEnv):
     # -- tools --
 
     @tool
-    def image_search(self, query: str, top_k: int = 10) -> str:
+    def image_search(self, query: str, top_k: int = 10, subset: str = "") -> str:
         """Find the photos that best match a description (or look like a given photo), best first.
 
         Args:
             query: A short visual description, e.g. "red car on a beach", or a photo id to find similar photos.
             top_k: How many photos to return, 1 to 50.
+            subset: Only search within this saved subset (e.g. "last_filter").
         """
         if not 1 <= top_k <= 50:
             raise ToolError(f"top_k must be between 1 and 50, got {top_k}")
@@ -116,14 +128,16 @@ class PhotoCollectionEnv(WebSearchTools, ToolEnv):
             vector = self._query_embedder.embed_texts([query])[0]
         if vector.shape[-1] != self._index.vectors.shape[1]:
             raise ToolError("the photo index has no embeddings (no readable images)")
-        hits = self._index.search(vector, top_k)
+        within = set(self._subset(subset.strip())) if subset.strip() else None
+        hits = self._index.search(vector, top_k, within=within)
         rows = []
         for pid, score in hits:
             photo = self._collection.photos[pid]
             when = f" {photo.taken:%Y-%m-%d}" if photo.taken else ""
             where = f" {photo.address}" if photo.address else ""
             rows.append(f"{pid} ({score:.3f}){when}{where}")
-        return f"Top {len(rows)} photos for {query!r}:\n" + "\n".join(rows)
+        where = f" in subset {subset.strip()!r}" if within is not None else ""
+        return f"Top {len(rows)} photos for {query!r}{where}:\n" + "\n".join(rows)
 
     @tool
     def get_metadata(self, photo_ids: list[str]) -> str:
@@ -221,3 +235,40 @@ class PhotoCollectionEnv(WebSearchTools, ToolEnv):
             raise ToolError(f"unknown photo ids: {', '.join(unknown)}; nothing saved")
         self._subsets[name] = [p.photo_id for p in known]
         return f"Saved subset {name!r} with {len(known)} photos."
+
+    # -- the other spelling of each tool name --
+
+    _ALIASES: ClassVar[dict[str, str]] = UPSTREAM_NAMES  # a name this class does not show -> the one it does
+
+    def _call_tool(self, name: object, arguments: object) -> list[dict] | str:
+        """As ``ToolEnv._call_tool``; a tool may be called by its other spelling (``ImageSearch``)."""
+        if isinstance(name, str) and name in self._ALIASES and name not in tool_names(type(self)):
+            name = self._ALIASES[name]
+        return super()._call_tool(name, arguments)
+
+
+def _renamed(name: str, target: Callable) -> Callable:
+    """The tool ``target`` under another name (its call counted once)."""
+    impl = target.__wrapped__  # the undecorated method; @tool below does the checking and counting
+
+    @functools.wraps(impl)
+    def renamed(self, /, *args, **kwargs):
+        return impl(self, *args, **kwargs)
+
+    renamed.__name__ = renamed.__qualname__ = name
+    return tool(renamed)
+
+
+class ImageSeekerEnv(PhotoCollectionEnv):
+    """``PhotoCollectionEnv`` with DISBench's upstream tool names as its tools (``ImageSearch``,
+    ``GetMetadata``, ``FilterMetadata``, ``ViewPhotos``, ``WebSearch``; plus ``save_subset`` and
+    ``fetch_page``); the snake_case names still work in a call but are not shown."""
+
+    ImageSearch = _renamed("ImageSearch", PhotoCollectionEnv.image_search)
+    GetMetadata = _renamed("GetMetadata", PhotoCollectionEnv.get_metadata)
+    FilterMetadata = _renamed("FilterMetadata", PhotoCollectionEnv.filter_metadata)
+    ViewPhotos = _renamed("ViewPhotos", PhotoCollectionEnv.view_photos)
+    WebSearch = _renamed("WebSearch", PhotoCollectionEnv.web_search)
+    # Not functions here, so neither TRL nor tool_schemas lists them; _call_tool maps them.
+    image_search = get_metadata = filter_metadata = view_photos = web_search = None
+    _ALIASES: ClassVar[dict[str, str]] = {ours: theirs for theirs, ours in UPSTREAM_NAMES.items()}

@@ -53,6 +53,8 @@ class CorpusBackend:
     def __init__(self, path: str | Path) -> None:
         import bm25s
 
+        logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets its own logger to DEBUG: a stray line
+
         from data_builders.records import RecordError, iter_jsonl
 
         self.path = Path(path)

@@ -10,6 +10,9 @@ Its weights are random; it exists so that the whole stack runs end to end on a C
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import torch
@@ -33,8 +36,15 @@ SPECIAL_TOKENS = [
 # Plain added tokens: tool-calling and thinking markers stay single tokens, as in real Qwen.
 ADDED_TOKENS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>", "</think>"]
 VOCAB_SIZE = 1024
+VERSION = 2  # bump on any change below: the reserved name's cache folder is per version
 PATCH_SIZE = 16
 MERGE_SIZE = 2
+TEXT_HIDDEN, TEXT_LAYERS = 64, 2
+VISION_HIDDEN, VISION_DEPTH = 64, 2
+# Every image is resized to about 128x128 pixels: 64 patches of 16x16, merged into 16 LM tokens. Small
+# images are upscaled so that a 64x64 sample image is seen at 8x8 pixels a patch (enough to count four
+# squares); larger ones are downscaled, so fine detail is lost on purpose (the crop/zoom tools' task).
+MIN_PIXELS = MAX_PIXELS = 128 * 128
 
 # A small corpus so common prompt words get their own merges (shorter sequences, faster tests).
 _CORPUS = [
@@ -86,10 +96,10 @@ def build_config(tokenizer: PreTrainedTokenizerFast) -> Qwen3VLConfig:
     return Qwen3VLConfig(
         text_config={
             "vocab_size": len(tokenizer),
-            "hidden_size": 64,
-            "intermediate_size": 128,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 4,
+            "hidden_size": TEXT_HIDDEN,
+            "intermediate_size": 2 * TEXT_HIDDEN,
+            "num_hidden_layers": TEXT_LAYERS,
+            "num_attention_heads": TEXT_HIDDEN // 16,
             "num_key_value_heads": 2,
             "head_dim": 16,
             "max_position_embeddings": 4096,
@@ -101,16 +111,16 @@ def build_config(tokenizer: PreTrainedTokenizerFast) -> Qwen3VLConfig:
             "pad_token_id": ids("<|endoftext|>"),
         },
         vision_config={
-            "depth": 2,
-            "hidden_size": 32,
-            "intermediate_size": 64,
-            "num_heads": 2,
+            "depth": VISION_DEPTH,
+            "hidden_size": VISION_HIDDEN,
+            "intermediate_size": 2 * VISION_HIDDEN,
+            "num_heads": VISION_HIDDEN // 16,
             "patch_size": PATCH_SIZE,
             "spatial_merge_size": MERGE_SIZE,
             "temporal_patch_size": 2,
-            "out_hidden_size": 64,
+            "out_hidden_size": TEXT_HIDDEN,
             "num_position_embeddings": 64,
-            "deepstack_visual_indexes": [1],
+            "deepstack_visual_indexes": [VISION_DEPTH - 1],
         },
         image_token_id=ids("<|image_pad|>"),
         video_token_id=ids("<|video_pad|>"),
@@ -121,12 +131,11 @@ def build_config(tokenizer: PreTrainedTokenizerFast) -> Qwen3VLConfig:
 
 
 def build_image_processor() -> Qwen2VLImageProcessorPil:
-    unit = PATCH_SIZE * MERGE_SIZE  # one LM token per 32x32 pixels
     return Qwen2VLImageProcessorPil(
         patch_size=PATCH_SIZE,
         merge_size=MERGE_SIZE,
         temporal_patch_size=2,
-        size={"shortest_edge": 4 * unit * unit, "longest_edge": 16 * unit * unit},
+        size={"shortest_edge": MIN_PIXELS, "longest_edge": MAX_PIXELS},
     )
 
 
@@ -149,14 +158,22 @@ def build_tiny_qwen3_vl(out_dir: str | Path, seed: int = 0) -> Path:
     processor = LookcloserQwen3VLProcessor(
         image_processor=build_image_processor(), tokenizer=tokenizer, chat_template=tokenizer.chat_template
     )
-    out_dir.mkdir(parents=True, exist_ok=True)
-    tmp = out_dir.with_name(out_dir.name + ".tmp")
-    model.save_pretrained(tmp)
-    processor.save_pretrained(tmp)
-    # Rename into place last so a half-written build never looks finished to another process.
-    for item in tmp.iterdir():
-        item.replace(out_dir / item.name)
-    tmp.rmdir()
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    # A private folder per process, moved into place with one rename: processes building at once
+    # (every rank of a fresh `accelerate launch`) never see or touch each other's half-written files.
+    tmp = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.tmp-"))
+    try:
+        model.save_pretrained(tmp)
+        processor.save_pretrained(tmp)
+        try:
+            os.rename(tmp, out_dir)  # atomic; replaces out_dir only when it is missing or empty
+        except OSError:
+            if not (out_dir / "config.json").exists():  # a folder with other files: fill it file by file
+                for item in tmp.iterdir():
+                    item.replace(out_dir / item.name)
+            # else another process finished the same deterministic build first: keep its copy
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return out_dir
 
 

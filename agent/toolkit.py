@@ -37,17 +37,19 @@ def error_text(message: str) -> str:
     return f"{ERROR_PREFIX} {message}"
 
 
-def is_error(result: object) -> bool:
-    """True when a tool result is an error observation (a string or the first text block).
+def call_failed(result: object) -> bool:
+    """True when a tool result is an error observation: ``rewards.format_and_tools.tool_call_failed``,
+    the one definition that training, eval and the rewards share.
 
-    >>> is_error("Error: x"), is_error([{"type": "text", "text": "Error: y"}]), is_error("fine")
+    >>> call_failed("Error: x"), call_failed([{"type": "text", "text": "Error: y"}]), call_failed("fine")
     (True, True, False)
     """
-    if isinstance(result, str):
-        return result.startswith(ERROR_PREFIX)
-    if isinstance(result, list) and result and isinstance(result[0], dict):
-        return result[0].get("type") == "text" and str(result[0].get("text", "")).startswith(ERROR_PREFIX)
-    return False
+    from rewards.format_and_tools import tool_call_failed
+
+    return tool_call_failed(result)
+
+
+is_error = call_failed  # the older name
 
 
 def _type_name(hint: Any) -> str:
@@ -153,7 +155,7 @@ def tool(fn: Callable) -> Callable:
         except Exception as err:  # a rollout must survive a tool bug; the model sees a short reason
             logger.warning("tool %s failed: %r", fn.__name__, err, exc_info=True)
             result = error_text(f"{fn.__name__} failed: {type(err).__name__}: {err}")
-        if is_error(result):
+        if call_failed(result):
             self.tool_errors = getattr(self, "tool_errors", 0) + 1
         return result
 

@@ -23,7 +23,9 @@ class Trajectory:
         stop_reason: "answer" (a turn without a tool call), "max_turns", "max_images" or "error".
         num_turns: Assistant turns generated.
         tool_calls: Tool calls made (counted by the environment, malformed ones included).
-        tool_errors: Calls answered with an ``Error:`` observation.
+        tool_errors: Calls answered with an ``Error:`` observation (``agent.toolkit.call_failed``).
+        tool_images: Calls whose result holds an image (a crop that worked): the tool success
+            rate is ``tool_images / tool_calls``.
         images: Every image of the conversation in order: inputs first, then tool results.
         truncated: The last turn hit the per-turn token cap.
         error: What went wrong when ``stop_reason == "error"``.
@@ -40,6 +42,7 @@ class Trajectory:
     truncated: bool = False
     error: str | None = None
     example_index: int | None = None
+    tool_images: int = 0
 
     def to_json(self, directory: str | Path, name: str = "trajectory") -> Path:
         """Write ``{name}.json`` into ``directory`` with images as ``{name}-img{k}.png`` next to it."""

@@ -6,6 +6,12 @@
   the machine does not count), over N mixed completions: TIR-Bench (every answer kind, strict
   reward mode) 70%, MIR, DISBench and ImageMining 10% each, realistic responses from
   ``rewards.synthetic``; best of 3 passes. ``cpu_share_of_wall`` < 1 means the machine was busy.
+- ``tir_strict``: the strict TIR-Bench scorer alone (the GRPO reward) on the TIR-Bench part of the
+  workload, and a fixed pure-Python calibration loop timed in the same run, interleaved pass by
+  pass: ``ratio`` = scorings per calibration loop, which holds when the machine is busy (both slow
+  down alike). ``quiet_equivalent_per_s`` = ratio x ``CALIBRATION_QUIET_PER_S`` (the loop's rate on
+  this machine when quiet, see the constant); the goal is >= 60,000 (issue 15). ``spread`` is the
+  min-max of the per-pass ratios.
 - ``math_verify_fallback``: the official int/float judges' math-verify fallback, timed apart
   (extractions the cheap integer/float comparison cannot settle, such as ``\\frac{3}{2}``).
 - ``extraction_agreement``: share of responses where ``score(item, r, "official")`` equals
@@ -17,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import sys
 import time
 from collections import defaultdict
@@ -96,6 +103,59 @@ def throughput(work: list[tuple[str, tuple]]) -> dict:
             "per_benchmark_per_s_per_core": rates, "mix": {k: len(v) for k, v in by_source.items()}}
 
 
+# A fixed amount of the work a scorer does (regex scans, lowering, splitting, slicing, dict
+# look-ups) on a fixed text: its rate tracks how fast this core runs Python right now.
+_CAL_TEXT = ("Looking at the image, option A seems small; the answer is (C). I count 3, 6 and 12 patches.\n"
+             "Row 1: 4 1 8\nRow 2: 9 3 6\n") * 4
+_CAL_WORD = re.compile(r"(?<![A-Za-z])([A-J])(?![A-Za-z])|\d+")
+# The loop's rate on the 2-core machine when quiet. Derived, since the machine was never quiet on
+# 2026-11-23: the strict scorer's documented quiet rate (42,500/s, docs/benchmarks.md) divided by
+# its ratio to this loop measured that day (1.81, median of interleaved runs): 23,500 loops/s.
+CALIBRATION_QUIET_PER_S = 23_500
+
+
+def calibration_loop(rounds: int = 2) -> int:
+    total = 0
+    counts: dict[str, int] = {}
+    for i in range(rounds):
+        text = _CAL_TEXT[i:]
+        lowered = text.lower()
+        total += lowered.rfind("answer") + len(_CAL_WORD.findall(text)) + len(text.split("\n"))
+        for word in text[:200].split():
+            counts[word] = counts.get(word, 0) + 1
+    return total + len(counts)
+
+
+def strict_vs_calibration(work: list[tuple[str, tuple]], passes: int = 5, chunk: int = 250) -> dict:
+    """Strict TIR-Bench scorings per CPU-second, and per calibration loop: each chunk of scorings is
+    followed by a matching amount of calibration work, so both see the same load."""
+    tir = [args for source, args in work if source == "tir_bench"]
+    for item, response in tir[:2000]:
+        tir_bench.score(item, response, "strict")  # warm caches and lazy imports
+    loops = max(1, chunk // 10)
+    rates, cal_rates, ratios = [], [], []
+    for _ in range(passes):
+        score_time = cal_time = 0.0
+        for at in range(0, len(tir), chunk):
+            start = time.process_time()
+            for item, response in tir[at:at + chunk]:
+                tir_bench.score(item, response, "strict")
+            middle = time.process_time()
+            for _ in range(loops):
+                calibration_loop()
+            score_time += middle - start
+            cal_time += time.process_time() - middle
+        n_chunks = -(-len(tir) // chunk)
+        rates.append(len(tir) / max(score_time, 1e-9))
+        cal_rates.append(n_chunks * loops / max(cal_time, 1e-9))
+        ratios.append(rates[-1] / cal_rates[-1])
+    ratio = sorted(ratios)[len(ratios) // 2]  # median pass
+    return {"scorings": len(tir), "passes": passes, "strict_per_s_per_core": round(max(rates)),
+            "calibration_per_s_per_core": round(max(cal_rates)), "ratio": round(ratio, 3),
+            "spread": [round(min(ratios), 3), round(max(ratios), 3)],
+            "quiet_equivalent_per_s": round(ratio * CALIBRATION_QUIET_PER_S), "goal_per_s": 60_000}
+
+
 def math_verify_fallback(rng: random.Random, n: int = 300) -> dict:
     cases = []
     for _ in range(n):
@@ -135,11 +195,16 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--agreement-n", type=int, default=5000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--strict-only", action="store_true", help="only the strict scorer vs calibration")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     work = build_workload(args.n, rng)
+    if args.strict_only:
+        print(json.dumps({"tir_strict": strict_vs_calibration(work)}, indent=2))
+        return
     mean_chars = sum(len(a[0] if s != "tir_bench" else a[1]) for s, a in work) / max(1, len(work))
-    result = {"throughput": throughput(work), "mean_response_chars": round(mean_chars),
+    result = {"tir_strict": strict_vs_calibration(work), "throughput": throughput(work),
+              "mean_response_chars": round(mean_chars),
               "math_verify_fallback": math_verify_fallback(random.Random(args.seed + 1)),
               "extraction_agreement": agreement(random.Random(args.seed + 2), args.agreement_n)}
     print(json.dumps(result, indent=2))

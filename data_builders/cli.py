@@ -28,8 +28,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m data_builders", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="python -m data_builders", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     mir = sub.add_parser("mir", help="MIR JSON -> SFT stages (one data set per stage)")
     mir.add_argument("path", type=Path, help="MIR JSON (all_data_rel.json)")
@@ -57,7 +57,14 @@ def build_parser() -> argparse.ArgumentParser:
     syn.add_argument("--seed", type=int, default=0)
     syn.add_argument("--jigsaw-sizes", type=int, nargs="+", default=[2, 3])
     syn.add_argument("--base-size", type=int, default=512)
-    syn.add_argument("--canvas-size", type=int, default=1600)
+    syn.add_argument("--canvas-size", type=int, default=1600, help="ocr and free visual search canvases")
+    syn.add_argument("--search-grid", type=int, default=3,
+                     help="visual_search: the target's cell of an N x N grid is named and cropped with a "
+                          "normalised box; 0: free search anywhere on --canvas-size, pixel box")
+    syn.add_argument("--model-pixels", type=int, default=128 * 128,
+                     help="visual_search: the model's input pixel budget (sizes the canvas and the shape)")
+    syn.add_argument("--environment", default="tir_bench", choices=["tir_bench", "crop"],
+                     help="agent environment whose tools the oracle uses (tir_bench: all image tools; crop)")
     _common(syn)
 
     dif = sub.add_parser("difficulty", help="pass rates -> easy/medium/hard, curriculum order, two-stage mix")
@@ -118,9 +125,10 @@ def run(args: argparse.Namespace) -> BuildReport:
 
             cfg = SyntheticConfig(seed=args.seed, tasks=tuple(args.tasks or TASKS),
                                   jigsaw_sizes=tuple(args.jigsaw_sizes), base_size=args.base_size,
-                                  canvas_size=args.canvas_size)
+                                  canvas_size=args.canvas_size, search_grid=args.search_grid,
+                                  model_pixels=args.model_pixels)
             outs = build_synthetic(args.image_dir, args.out, args.count, cfg, fmt=args.format, report=report,
-                                   max_pixels=args.max_pixels, progress=progress)
+                                   max_pixels=args.max_pixels, progress=progress, environment=args.environment)
             where = ", ".join(f"{k}: {v}" for k, v in outs.items())
         else:
             from data_builders.difficulty import build_difficulty
@@ -138,12 +146,33 @@ def run(args: argparse.Namespace) -> BuildReport:
     return report
 
 
+class _Parser(argparse.ArgumentParser):
+    """No abbreviated flags; a mistake is one ``error:`` line naming the closest valid flag."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, allow_abbrev=False, **kwargs)
+
+    def error(self, message):
+        import difflib
+        import re
+
+        unknown = re.search(r"unrecognized arguments: (\S+)", message)
+        if unknown:
+            flags = [o for action in self._actions for o in action.option_strings]
+            sub = [a for a in self._actions if isinstance(a, argparse._SubParsersAction)]
+            for action in sub:  # the subcommand's flags, for the suggestion
+                flags += [o for p in action.choices.values() for a in p._actions for o in a.option_strings]
+            near = difflib.get_close_matches(unknown.group(1).split("=")[0], flags, n=1)
+            message += f"; did you mean {near[0]}?" if near else ""
+        raise RecordError(self.prog, None, None, message)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
-        run(args)
+        run(build_parser().parse_args(argv))
     except RecordError as err:
-        print(f"error: {err}", file=sys.stderr)
+        message = err.reason if err.record_id is None and err.source.startswith("python -m") else err
+        print(f"error: {message}", file=sys.stderr)
         return 2
     return 0
 

@@ -41,8 +41,9 @@ class DifficultyConfig:
             raise ValueError(f"hard_share must be in [0, 1], got {self.hard_share}")
 
 
-def pass_rate(predictions: list[str], gold: str) -> float:
-    """Share of predictions whose extracted option is the gold letter (unreadable answers count as wrong).
+def pass_rate(predictions: list[str], gold: str, options: object = None) -> float:
+    """Share of predictions whose extracted option is the gold letter (unreadable answers count as
+    wrong); ``options`` (the record's) keep extraction inside its letters.
 
     >>> pass_rate(["B", "Your option: b", "the correct answer is C", "no idea"], "B")
     0.5
@@ -51,7 +52,7 @@ def pass_rate(predictions: list[str], gold: str) -> float:
 
     if not predictions:
         return 0.0
-    return sum(extract_option(p) == gold for p in predictions) / len(predictions)
+    return sum(extract_option(p, options) == gold for p in predictions) / len(predictions)
 
 
 def level(rate: float, cfg: DifficultyConfig | None = None) -> str:
@@ -113,12 +114,43 @@ def read_predictions(path: str | Path) -> dict[str, list[str]]:
     return out
 
 
-def sampling_prompt(record: dict) -> dict:
-    """Upstream's difficulty-sampling question as a user message (images interleaved)."""
-    from data_builders.mir import options_text, user_content
+def sampling_options_text(options: list | dict) -> str:
+    """Upstream's (``vlm_infer.py``) option block: an ``Options:`` line, then one option per line;
+    a dict's values go through ``json.dumps`` (``A: "red"``).
 
-    tail = f" {SAMPLING_INSTRUCTION} {options_text(record['options'])}\n{SAMPLING_FORMAT}"
-    return {"role": "user", "content": user_content(record["question"], tail)}
+    >>> print(sampling_options_text(["A. red", "B. blue"]))
+    Options:
+    A. red
+    B. blue
+    >>> sampling_options_text({"A": "red", "B": {"x": 1}}).splitlines()[1:]
+    ['A: "red"', 'B: {"x": 1}']
+    """
+    if isinstance(options, dict):
+        lines = [f"{key}: {json.dumps(value)}" for key, value in options.items()]
+    else:
+        lines = [str(option) for option in options]
+    return ("\nOptions:\n" + "".join(line + "\n" for line in lines)).strip()
+
+
+def sampling_prompt(record: dict) -> dict:
+    """Upstream's difficulty-sampling question as a user message: the question's text pieces
+    (stripped) with the images where its placeholders are, then one text block with the
+    instruction, the option block and the answer format.
+
+    >>> sampling_prompt({"question": "Is <image> red?", "options": ["A. yes", "B. no"]})["content"][-1]["text"]
+    'Please select the most likely answer from the following options:\\nOptions:\\nA. yes\\nB. no\\nRespond in the following format:\\nYour option: ...\\nReason: ...'
+    """
+    from data_builders.mir import IMAGE_PLACEHOLDER
+
+    blocks: list[dict] = []
+    for i, piece in enumerate(IMAGE_PLACEHOLDER.split(record["question"])):
+        if i > 0:
+            blocks.append({"type": "image"})
+        if piece.strip():
+            blocks.append({"type": "text", "text": piece.strip()})
+    tail = f"{SAMPLING_INSTRUCTION}\n{sampling_options_text(record['options'])}\n{SAMPLING_FORMAT}"
+    blocks.append({"type": "text", "text": tail})
+    return {"role": "user", "content": blocks}
 
 
 def sample_predictions(records: list[dict], model_name_or_path: str, k: int = 10, *, batch_size: int = 32,
@@ -203,7 +235,7 @@ def build_difficulty(mir_path: str | Path, out_dir: str | Path, report, *, predi
         except RecordError as err:
             report.reject(err, raw)
             continue
-        rate = pass_rate(preds[rid], gold)
+        rate = pass_rate(preds[rid], gold, record.get("options"))
         scored[rid] = {"record": raw, "pass_rate": rate, "n": len(preds[rid]), "gold": gold,
                        "difficulty": level(rate, cfg)}
         report.written += 1

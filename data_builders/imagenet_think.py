@@ -137,14 +137,40 @@ def sft_features():
                      "id": Value("string"), "generator": Value("string")})
 
 
+_UNREADABLE = "not a readable parquet file ({}): truncated or partly downloaded? fetch it again"
+
+
+def open_shard(source: Path):
+    """A parquet shard, or a RecordError naming it (a cut-off download fails here, not in pyarrow)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(source)
+    except (pa.ArrowException, OSError) as err:
+        raise RecordError(source, None, None, _UNREADABLE.format(" ".join(str(err).split()))) from err
+
+
+def _batches(shard, source: Path, batch_rows: int, columns: list[str]) -> Iterator:
+    import pyarrow as pa
+
+    batches = shard.iter_batches(batch_size=batch_rows, columns=columns)
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            return
+        except (pa.ArrowException, OSError) as err:  # a damaged data page further in
+            raise RecordError(source, None, None, _UNREADABLE.format(" ".join(str(err).split()))) from err
+        yield batch
+
+
 def iter_sft_rows(files: list[Path], report, *, generators: list[str] | None = None, column_map: dict | None = None,
                   template: str = DEFAULT_TEMPLATE, check_images: bool = True, max_pixels: int = DEFAULT_MAX_PIXELS,
                   batch_rows: int = 256, progress=None) -> Iterator[dict]:
     """Stream SFT rows; each (row, generator) trace is one unit of ``report`` (written or rejected)."""
-    import pyarrow.parquet as pq
-
     for source in files:
-        shard = pq.ParquetFile(source)
+        shard = open_shard(source)
         columns = shard.schema_arrow.names
         try:
             pairs = detect_pairs(columns, column_map)
@@ -160,7 +186,7 @@ def iter_sft_rows(files: list[Path], report, *, generators: list[str] | None = N
         id_col = next((c for c in ID_COLUMNS if c in columns), None)
         wanted = ["image", *(c for g in chosen for c in pairs[g]), *(c for c in (prompt_col, id_col) if c)]
         offset = 0
-        for batch in shard.iter_batches(batch_size=batch_rows, columns=wanted):
+        for batch in _batches(shard, source, batch_rows, wanted):
             for i, row in enumerate(batch.to_pylist()):
                 rid = str(row[id_col]) if id_col and row.get(id_col) is not None else f"{source.name}#{offset + i}"
                 prompt = row.get(prompt_col) if prompt_col else None
@@ -197,13 +223,12 @@ def build_imagenet_think(paths: list[str | Path], out_dir: str | Path, report, *
                          template: str = DEFAULT_TEMPLATE, check_images: bool = True,
                          max_pixels: int | None = None, batch_rows: int = 256, progress: bool = True) -> Path:
     """Convert parquet shards into one SFT data set at ``out_dir``."""
-    import pyarrow.parquet as pq
     from tqdm import tqdm
 
     from data_builders.output import DatasetWriter
 
     files = parquet_files(paths)
-    total = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    total = sum(open_shard(f).metadata.num_rows for f in files)
     with tqdm(total=total, desc="imagenet-think", unit="row", disable=None if progress else True) as bar, \
             DatasetWriter(out_dir, sft_features(), fmt=fmt, batch_rows=batch_rows) as writer:
         for row in iter_sft_rows(files, report, generators=generators, column_map=column_map, template=template,

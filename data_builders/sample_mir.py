@@ -2,9 +2,12 @@
 
 Deterministic from the seed. Four question families (16 records each by default): the colour
 of a shape, which of two images holds the red shape, which of two images holds the bigger
-circle, and how many squares an image holds. Every record has the five annotated steps.
+circle, and how many squares an image holds. Every record has the five annotated steps. Each
+family's answers are balanced exactly over its letters and the question text gives nothing away,
+so without the reference context only the pixels answer (chance: 0.375).
 
-    python -m data_builders.sample_mir data/mir_sample
+    python -m data_builders.sample_mir data/mir_sample                           # seed 0, 64 records
+    python -m data_builders.sample_mir data/mir_train --seed 1 --per-family 100  # the curriculum's 400
 """
 
 from __future__ import annotations
@@ -46,8 +49,8 @@ def _steps(summary: str, captions: list[str], text2img: str, img2img: str, lette
     return {"summary": summary, "caption": captions, "text2img": text2img, "img2img": img2img, "conclusion": letter}
 
 
-def _colour_record(rng: random.Random, i: int, out: Path) -> dict:
-    colour = rng.choice(list(COLOURS))
+def _colour_record(rng: random.Random, i: int, out: Path, answer: int) -> dict:
+    colour = list(COLOURS)[answer]
     shape = rng.choice(SHAPES)
     img = _canvas()
     _draw_shape(ImageDraw.Draw(img), shape, _centered_box(rng, rng.randint(24, 40)), COLOURS[colour])
@@ -64,8 +67,8 @@ def _colour_record(rng: random.Random, i: int, out: Path) -> dict:
     }
 
 
-def _which_red_record(rng: random.Random, i: int, out: Path) -> dict:
-    red_index = rng.randint(0, 1)
+def _which_red_record(rng: random.Random, i: int, out: Path, answer: int) -> dict:
+    red_index = answer
     other = rng.choice([c for c in COLOURS if c != "red"])
     shape = rng.choice(SHAPES)
     rels, captions = [], []
@@ -88,9 +91,9 @@ def _which_red_record(rng: random.Random, i: int, out: Path) -> dict:
     }
 
 
-def _bigger_record(rng: random.Random, i: int, out: Path) -> dict:
+def _bigger_record(rng: random.Random, i: int, out: Path, answer: int) -> dict:
     big, small = rng.randint(40, 56), rng.randint(10, 20)
-    bigger_index = rng.randint(0, 1)
+    bigger_index = answer
     colour = rng.choice(list(COLOURS))
     rels, captions = [], []
     for k in range(2):
@@ -113,8 +116,8 @@ def _bigger_record(rng: random.Random, i: int, out: Path) -> dict:
     }
 
 
-def _count_record(rng: random.Random, i: int, out: Path) -> dict:
-    count = rng.randint(1, 4)
+def _count_record(rng: random.Random, i: int, out: Path, answer: int) -> dict:
+    count = answer + 1
     img = _canvas()
     draw = ImageDraw.Draw(img)
     cells = rng.sample([(0, 0), (1, 0), (0, 1), (1, 1)], count)
@@ -136,6 +139,18 @@ def _count_record(rng: random.Random, i: int, out: Path) -> dict:
 
 
 FAMILIES = {"colour": _colour_record, "which_red": _which_red_record, "bigger": _bigger_record, "count": _count_record}
+N_OPTIONS = {"colour": 4, "which_red": 2, "bigger": 2, "count": 4}
+
+
+def balanced_answers(rng: random.Random, n: int, n_options: int) -> list[int]:
+    """Each option index equally often (up to one), in random order: no letter prior to learn.
+
+    >>> sorted(balanced_answers(random.Random(0), 8, 4))
+    [0, 0, 1, 1, 2, 2, 3, 3]
+    """
+    answers = [k % n_options for k in range(n)]
+    rng.shuffle(answers)
+    return answers
 
 
 def generate_sample(out_dir: str | Path, per_family: int = 16, seed: int = 0) -> Path:
@@ -145,8 +160,8 @@ def generate_sample(out_dir: str | Path, per_family: int = 16, seed: int = 0) ->
     records = []
     for family, make in FAMILIES.items():
         (out / family).mkdir(parents=True, exist_ok=True)
-        for i in range(per_family):
-            record = make(rng, i, out)
+        for i, answer in enumerate(balanced_answers(rng, per_family, N_OPTIONS[family])):
+            record = make(rng, i, out, answer)
             records.append({"id": f"{family}_{i:03d}", "subtask": family, **record})
     path = out / "all_data_rel.json"
     path.write_text(json.dumps(records, indent=1) + "\n", encoding="utf-8")

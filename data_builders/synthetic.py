@@ -10,7 +10,9 @@ Each item is a TIR-Bench record (``id``, ``task``, ``prompt``, ``answer``, ``ima
 - ``rotation_game``: the image turned counter-clockwise; MCQ of clockwise angles that restore it.
 - ``spot_difference``: two images that differ in chosen cells of an n-row x m-column grid; the
   answer lists the cell numbers (1-based, row by row).
-- ``visual_search``: a small coloured shape in a large image; MCQ of its colour (needs a crop).
+- ``visual_search``: a tiny coloured shape in a named cell of a grid over a large image, beside shapes
+  of every other option colour; MCQ of its colour (needs a crop of the cell; see ``search_sizes``).
+  ``search_grid: 0`` is the free search (no hint, a pixel box).
 - ``ocr``: a small printed code on a label in a large image; the answer is the code.
 
 Deterministic: item ``i`` draws from ``random.Random(f"{seed}:{i}")`` whatever the other items are.
@@ -18,6 +20,7 @@ Deterministic: item ``i`` draws from ``random.Random(f"{seed}:{i}")`` whatever t
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -70,6 +73,14 @@ class SyntheticConfig:
     max_differences: int = 5
     rotation_step: int = 5
     n_options: int = 6
+    # visual_search (see search_sizes): the target's cell of a search_grid x search_grid grid is named
+    # in the prompt and a normalised box crops it; search_grid 0 is the free search on canvas_size.
+    search_grid: int = 3
+    model_pixels: int = 128 * 128  # the model's input pixel budget (the tiny model's processor)
+    search_shape_px: float = 3.0  # shape side in the picture the model sees without a tool
+    search_canvas: int | None = None  # None: 2 x sqrt(model_pixels) per grid cell
+    search_saturation: float = 0.0  # colour kept in the background photo
+    search_shuffle_options: bool = False  # fixed colour order: the letter names the colour
 
 
 def list_images(folder: str | Path) -> list[Path]:
@@ -252,6 +263,107 @@ def _canvas(src: Image.Image, cfg: SyntheticConfig) -> Image.Image:
 
 def make_visual_search(rng: random.Random, src: Image.Image, item_id: int, writer: _Writer,
                        cfg: SyntheticConfig) -> SyntheticItem:
+    if cfg.search_grid <= 0:
+        return _free_search(rng, src, item_id, writer, cfg)
+    return _grid_search(rng, src, item_id, writer, cfg)
+
+
+def search_sizes(cfg: SyntheticConfig) -> tuple[int, float]:
+    """Canvas side and shape side (full-resolution pixels) of the grid ``visual_search``.
+
+    Sized from the model's input pixel budget so that the shape is ``search_shape_px`` pixels
+    wide in the picture the model sees (colour smeared into the background: unreadable), and
+    ``search_grid`` times wider in a crop of its cell, which the model sees at (up to) the same
+    pixel budget. The canvas is twice the crop's shown side per cell, so a cell crop is shown
+    at the full budget, never upscaled.
+
+    >>> search_sizes(SyntheticConfig())
+    (768, 18.0)
+    """
+    view = math.isqrt(cfg.model_pixels)
+    canvas = cfg.search_canvas or 2 * view * cfg.search_grid
+    return canvas, cfg.search_shape_px * canvas / view
+
+
+def _desaturate(img: Image.Image, keep: float) -> Image.Image:
+    """The photo with ``keep`` of its colour saturation: only the shapes carry strong colour."""
+    gray = img.convert("L").convert("RGB")
+    return Image.blend(gray, img, keep) if keep > 0 else gray
+
+
+def _square(img: Image.Image, side: int) -> Image.Image:
+    scale = side / min(img.size)
+    img = img.resize((max(side, round(img.width * scale)), max(side, round(img.height * scale))),
+                     Image.Resampling.LANCZOS)
+    left, top = (img.width - side) // 2, (img.height - side) // 2
+    return img.crop((left, top, left + side, top + side))
+
+
+# The six most separable colours, in this order in every grid-search question.
+SEARCH_COLOURS = ("red", "green", "blue", "yellow", "cyan", "magenta")
+ROW_WORDS = {3: ("top", "middle", "bottom")}
+COL_WORDS = {3: ("left", "centre", "right")}
+
+
+def cell_name(row: int, col: int, n: int) -> str:
+    """A grid cell in words for a 3x3 grid (one distinct word per row and per column: a tiny model
+    finds them by content), else "row R, column C".
+
+    >>> cell_name(0, 2, 3), cell_name(1, 0, 4)
+    ('top right', 'row 2, column 1')
+    """
+    if n in ROW_WORDS:
+        return f"{ROW_WORDS[n][row]} {COL_WORDS[n][col]}"
+    return f"row {row + 1}, column {col + 1}"
+
+
+def _fraction(v: float) -> float | int:
+    """A grid line as the model writes it: 0 and 1 as integers, else up to 3 decimals."""
+    v = round(v, 3)
+    return int(v) if v in (0, 1) else v
+
+
+def _grid_search(rng: random.Random, src: Image.Image, item_id: int, writer: _Writer,
+                 cfg: SyntheticConfig) -> SyntheticItem:
+    """The target shape sits in a named cell of an n x n grid; every other option colour sits on a
+    shape in another cell. Without a crop the colours are a few pixels each and all present; the
+    crop of the named cell (normalised box) shows only the target, ``search_grid`` times larger."""
+    n = cfg.search_grid
+    canvas, side = search_sizes(cfg)
+    img = _desaturate(_square(src, canvas), cfg.search_saturation)
+    colours = list(SEARCH_COLOURS)[:min(cfg.n_options, len(SEARCH_COLOURS))]
+    options = colours[:]
+    if cfg.search_shuffle_options:
+        rng.shuffle(options)
+    colour = rng.choice(colours)
+    letter = LETTERS[options.index(colour)]
+    others = [c for c in colours if c != colour]
+    cells = rng.sample(range(n * n), 1 + len(others))
+    cell_side = canvas / n
+    draw = ImageDraw.Draw(img)
+    shape = rng.choice(SHAPES)
+    for cell, name in zip(cells, [colour, *others]):
+        r, c = divmod(cell, n)
+        # Inside the cell with a margin, so a cell crop shows the whole shape and no neighbour.
+        x1 = c * cell_side + rng.uniform(0.2, 0.8) * (cell_side - side)
+        y1 = r * cell_side + rng.uniform(0.2, 0.8) * (cell_side - side)
+        kind = shape if name == colour else rng.choice(SHAPES)
+        _draw_shape(draw, kind, (x1, y1, x1 + side, y1 + side), COLOURS[name])
+    rel, path = writer.save(img, "visual_search", item_id, 1)
+    row, col = divmod(cells[0], n)
+    where = cell_name(row, col, n)
+    prompt = _mcq(f"A small {shape} is in the {where} cell of a {n}x{n} grid over this image. What colour is it?",
+                  options)
+    box = [_fraction(col / n), _fraction(row / n), _fraction((col + 1) / n), _fraction((row + 1) / n)]
+    steps = [ToolStep(f"The {where} cell is too small to see. I crop it.", [("crop", {"image_index": 0, "box": box})])]
+    final = f"The crop shows {colour}: option {letter}."
+    meta = {"shape": shape, "colour": colour, "grid": n, "row": row + 1, "col": col + 1, "box": box}
+    return SyntheticItem(_record(item_id, "visual_search", prompt, letter, [rel], meta), [path], steps, final)
+
+
+def _free_search(rng: random.Random, src: Image.Image, item_id: int, writer: _Writer,
+                 cfg: SyntheticConfig) -> SyntheticItem:
+    """The original search: anywhere on a large canvas, no hint, a pixel box (for large models)."""
     img = _canvas(src, cfg)
     shape = rng.choice(SHAPES)
     colour = rng.choice(list(COLOURS))
@@ -348,11 +460,14 @@ def generate_items(image_dir: str | Path, out_dir: str | Path, count: int, cfg: 
 
 
 def build_synthetic(image_dir: str | Path, out_dir: str | Path, count: int, cfg: SyntheticConfig | None = None, *,
-                    fmt: str = "hf", report=None, max_pixels: int | None = None, progress: bool = True) -> dict:
+                    fmt: str = "hf", report=None, max_pixels: int | None = None, progress: bool = True,
+                    environment: str = "tir_bench") -> dict:
     """Write the TIR-Bench JSON + images, the GRPO prompt data set and the oracle SFT data set.
 
-    Layout: ``tir_synthetic.json`` and ``data/{task}/`` (TIR-Bench's own layout: the JSON's image
+    Layout: ``TIR-Bench.json`` (also as ``tir_synthetic.json``) and ``data/{task}/`` (TIR-Bench's own layout: the JSON's image
     paths resolve from ``out_dir``), ``oracle/`` (tool-result images), ``grpo/`` and ``sft/``.
+    ``environment``: the agent environment whose tools the oracle calls and the SFT ``tools`` column
+    lists (``crop`` for the tool curriculum; it must offer every tool the tasks' oracles use).
     """
     import json
 
@@ -369,7 +484,7 @@ def build_synthetic(image_dir: str | Path, out_dir: str | Path, count: int, cfg:
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    tools_json = json.dumps(tool_schemas())
+    tools_json = json.dumps(tool_schemas(environment))
     records = []
     with DatasetWriter(out / "grpo", grpo_features(), fmt=fmt) as grpo, \
             DatasetWriter(out / "sft", sft_features(), fmt=fmt, batch_rows=200) as sft:
@@ -377,8 +492,11 @@ def build_synthetic(image_dir: str | Path, out_dir: str | Path, count: int, cfg:
         for item in tqdm(items, total=count, desc="synthetic", unit="item", disable=None if progress else True):
             records.append(item.record)
             grpo.add(grpo_prompt(item))
-            sft.add({**oracle_trajectory(item, out), "tools": tools_json})
-    (out / "tir_synthetic.json").write_text(json.dumps(records, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+            sft.add({**oracle_trajectory(item, out, environment), "tools": tools_json})
+    text = json.dumps(records, ensure_ascii=False, indent=1) + "\n"
+    # TIR-Bench.json: the folder is a data root that `python -m eval --benchmarks tir_bench` reads.
+    for name in ("tir_synthetic.json", "TIR-Bench.json"):
+        (out / name).write_text(text, encoding="utf-8")
     if report is not None:
         report.rows = len(records)
     return {"tir_json": out / "tir_synthetic.json", "grpo": out / "grpo", "sft": out / "sft"}

@@ -35,12 +35,13 @@ DATA_SOURCE = "tir_bench"
 REWARD_KEYS = ("id", "task", "answer", "prompt", "image_1", "image_2", "meta_data")
 
 
-def tool_schemas() -> list[dict]:
-    """JSON schemas of the image tools, exactly as TRL's GRPO and ``agent.loop`` show them to the model."""
-    from agent.environments import ImageToolEnv
+def tool_schemas(environment: str = "tir_bench") -> list[dict]:
+    """JSON schemas of an environment's tools (``agent.environments.ENVIRONMENTS``), exactly as TRL's
+    GRPO and ``agent.loop`` show them to the model."""
+    from agent.environments import ENVIRONMENTS
     from agent.environments import tool_schemas as env_tool_schemas
 
-    return env_tool_schemas(ImageToolEnv)
+    return env_tool_schemas(ENVIRONMENTS[environment])
 
 
 def user_message(n_images: int, text: str) -> dict:
@@ -61,15 +62,16 @@ def final_message(think: str, answer: str) -> dict:
     return {"role": "assistant", "content": f"<think>{think}</think><answer>{answer}</answer>"}
 
 
-def oracle_trajectory(item: SyntheticItem, out_dir: str | Path) -> dict:
+def oracle_trajectory(item: SyntheticItem, out_dir: str | Path, environment: str = "tir_bench") -> dict:
     """Run the oracle's tool calls through the tool environment; return one SFT record.
 
     Tool-result images are saved as ``oracle/{id:06d}_{k}.png`` under ``out_dir``.
     """
-    from agent.image_env import ImageToolEnv
+    from agent.environments import ENVIRONMENTS
+    from agent.toolkit import call_failed
 
     out_dir = Path(out_dir)
-    env = ImageToolEnv()
+    env = ENVIRONMENTS[environment]()
     observation = env.reset(images=[str(p) for p in item.image_paths])
     messages = [user_message(len(item.image_paths), item.record["prompt"])]
     if observation:
@@ -81,9 +83,9 @@ def oracle_trajectory(item: SyntheticItem, out_dir: str | Path) -> dict:
         calls = [{"type": "function", "function": {"name": name, "arguments": args}} for name, args in step.calls]
         messages.append({"role": "assistant", "content": f"<think>{step.think}</think>", "tool_calls": calls})
         for name, args in step.calls:
-            result = getattr(env, name)(**args)
-            if isinstance(result, str):  # an "Error: ..." observation: the oracle itself is wrong
-                raise RuntimeError(  # noqa: TRY004 - a failed tool call, not a type problem
+            result = env._call_tool(name, args)
+            if call_failed(result):  # the oracle itself is wrong
+                raise RuntimeError(
                     f"oracle call {name}({args}) failed on item {item.record['id']}: {result}")
             path = out_dir / "oracle" / f"{item.record['id']:06d}_{len(images) - len(item.image_paths) + 1}.png"
             path.parent.mkdir(parents=True, exist_ok=True)

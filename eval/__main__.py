@@ -9,16 +9,26 @@
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
+
+HELP = """Evaluate a checkpoint folder, hub id, LoRA adapter folder or OpenAI-compatible endpoint on the
+benchmarks (TIR-Bench, MIR, DISBench, ImageMining) and write predictions, metrics.json and report.md.
+
+  python -m eval recipes/eval.yaml --model outputs/mir_stage1       # a recipe plus overrides
+  python -m eval --model http://127.0.0.1:8000/v1 --data_root /data/bench --out outputs/eval_qwen
+  python -m eval prepare --benchmarks tir_bench,disbench --data_root /data/bench   # fetch the data first
+
+Without --data_root the bundled fixtures run. A rerun into the same --out resumes only when the
+model (its weights) and the answer-shaping settings are unchanged; --resume false starts over."""
 
 
 def _prepare(argv: list[str]) -> None:
     from eval.loaders import BENCHMARKS
     from eval.prepare import SOURCES, parse_sources, prepare
+    from train.recipes import parser_without_abbreviations
 
-    parser = argparse.ArgumentParser(prog="python -m eval prepare", description="Download the official files.")
+    parser = parser_without_abbreviations(prog="python -m eval prepare", description="Download the official files.")
     parser.add_argument("--benchmarks", default=",".join(BENCHMARKS))
     parser.add_argument("--data-root", "--data_root", dest="data_root", required=True)
     parser.add_argument("--source", action="append", default=[],
@@ -28,6 +38,32 @@ def _prepare(argv: list[str]) -> None:
     names = [b.strip() for b in args.benchmarks.split(",") if b.strip()]
     for name, path in prepare(names, args.data_root, parse_sources(args.source)).items():
         print(f"{name}: {path}")
+
+
+def _given_fields(argv: list[str]) -> set[str]:
+    """The settings named on the command line or in the recipe file (they beat the checkpoint's record)."""
+    from train.recipes import _argv_with_config, load_recipe_mapping
+
+    args, recipe = _argv_with_config(argv)
+    given = {a[2:].split("=")[0].replace("-", "_") for a in args if a.startswith("--")}
+    return given | (set(load_recipe_mapping(recipe)) if recipe is not None else set())
+
+
+def apply_checkpoint_prompting(cfg, given: set[str]) -> str:
+    """Take the prompt settings recorded by ``train/sft.py`` in the checkpoint, unless given; say which."""
+    from agent.checkpoint_prompting import PROMPTING_FILE, read_prompting
+    from eval.config import EvalError
+
+    try:
+        recorded = read_prompting(cfg.model) if cfg.model else {}
+    except ValueError as err:
+        raise EvalError(str(err)) from err
+    taken = {k: v for k, v in recorded.items() if k not in given}
+    for key, value in taken.items():
+        setattr(cfg, key, value)
+    if not taken:
+        return ""
+    return f"{', '.join(sorted(taken))} from the checkpoint's {PROMPTING_FILE} (flags override)"
 
 
 def main(argv: list[str] | None = None) -> dict | None:
@@ -42,8 +78,11 @@ def main(argv: list[str] | None = None) -> dict | None:
     from eval.pipeline import evaluate
     from train.recipes import parse_recipe
 
-    (cfg,) = parse_recipe((EvalConfig,), argv)
-    metrics = evaluate(cfg)
+    (cfg,) = parse_recipe((EvalConfig,), argv, prog="python -m eval", description=HELP)
+    note = apply_checkpoint_prompting(cfg, _given_fields(argv))
+    if note:
+        print(f"Prompting: {note}")
+    metrics = evaluate(cfg, prompting_note=note)
     for name, m in metrics["benchmarks"].items():
         print(f"{name:20s} {m['primary']:10s} {100 * m['overall'][m['primary']]:6.1f}%  "
               f"({m['n']} items, {m['n_failed']} failed)")
@@ -51,14 +90,16 @@ def main(argv: list[str] | None = None) -> dict | None:
     return metrics
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """Bad data, recipe, flag, model path or endpoint: one ``error:`` line and exit 2, no traceback."""
+    from eval.config import EvalError
+    from train.entry import fail, user_error_classes
+
     try:
         main()
-    except ValueError as err:  # bad data, recipe or settings: one clear line, no traceback
-        from data_builders.records import RecordError
-        from eval.config import EvalError
-        from train.recipes import RecipeError
+    except user_error_classes((EvalError,)) as err:
+        fail(err)
 
-        if isinstance(err, (RecordError, RecipeError, EvalError)):
-            sys.exit(f"error: {err}")
-        raise
+
+if __name__ == "__main__":
+    cli()

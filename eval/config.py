@@ -24,7 +24,9 @@ class EvalConfig:
                 "tir_bench/TIR-Bench, mir/MIR, disbench/DISBench, imagemining/ImageMining). Unset: bundled fixtures."})
     out: str = field(default="outputs/eval", metadata={"help": "Output folder (predictions, metrics, report)."})
     limit: int | None = field(default=None, metadata={"help": "Only the first N items of each benchmark."})
-    resume: bool = field(default=True, metadata={"help": "Continue the predictions already in --out."})
+    resume: bool = field(default=True, metadata={"help": "Continue the predictions already in --out (only while "
+                                                         "the model's weights and the answer settings match "
+                                                         "out/run.json; false: start over)."})
     retry_failed: bool = field(default=True, metadata={"help": "On resume, run failed items again."})
     # Endpoint
     served_model_name: str | None = field(default=None, metadata={"help": "Endpoint model name (default: the "
@@ -43,6 +45,9 @@ class EvalConfig:
     # Agent loop
     tools: bool = field(default=True, metadata={"help": "Give the model each benchmark's tools; false: plain "
                                                         "single-turn answers (checkpoints trained without tools)."})
+    environment: str | None = field(default=None, metadata={
+        "help": "Agent environment (agent.environments.ENVIRONMENTS) instead of the benchmark's own, for a "
+                "checkpoint trained with another tool set (e.g. crop: the tool curriculum)."})
     max_turns: int | None = field(default=None, metadata={"help": "Assistant turns per episode (default per "
                                                                   "benchmark: " + str(DEFAULT_MAX_TURNS) + ")."})
     max_new_tokens_per_turn: int = field(default=1024, metadata={"help": "Token cap per turn."})
@@ -64,6 +69,12 @@ class EvalConfig:
     llm_judge: bool = field(default=False, metadata={"help": "ImageMining: LLM-judge recall when the rule "
                                                              "score is 0 (LOOKCLOSER_JUDGE_* env)."})
     check_images: bool = field(default=True, metadata={"help": "Open every image while loading (slower)."})
+    strict: bool = field(default=False, metadata={"help": "Stop at the first bad record. Default: load the "
+                                                          "rest, list each bad record (id, reason) in the report "
+                                                          "and metrics.json and count it as failed."})
+    gray_images: bool = field(default=False, metadata={"help": "Replace every input image by a flat gray one of "
+                                                               "the same size: the control for whether the images "
+                                                               "carry the answer."})
     # Reporting
     wandb: bool = field(default=False, metadata={"help": "Log metrics, charts and tables to W&B "
                                                          "(WANDB_MODE=offline works)."})

@@ -10,7 +10,9 @@ so a script can fail the first tries and then succeed. A reply is a dict:
 - ``{"drop": True}``: close the connection without answering
 - ``{"sleep": seconds, ...}``: wait first (longer than the client's timeout: a timeout)
 
-The server counts requests and the most requests in flight at once.
+The server counts requests, connections, the most requests in flight at once, and ``busy_seconds`` (the sum
+of every request's time in the server): over a stretch of wall time, busy seconds / wall seconds
+is the mean number of requests in flight.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ class FakeEndpoint:
         self.requests = 0
         self.in_flight = 0
         self.max_in_flight = 0
+        self.busy_seconds = 0.0
+        self.connections = 0  # TCP connections accepted (kept-alive ones serve many requests)
         self.attempts: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -62,9 +66,17 @@ class FakeEndpoint:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in two writes; with Nagle on, a kept-alive connection waits for the
+            # client's delayed ACK (~40 ms) before the body. Real servers (uvicorn) set TCP_NODELAY too.
+            disable_nagle_algorithm = True
 
             def log_message(self, *args) -> None:  # quiet
                 pass
+
+            def setup(self) -> None:
+                super().setup()
+                with endpoint._lock:
+                    endpoint.connections += 1
 
             def _send(self, status: int, body: dict) -> None:
                 data = json.dumps(body).encode()
@@ -82,6 +94,7 @@ class FakeEndpoint:
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                start = time.perf_counter()
                 with endpoint._lock:
                     endpoint.requests += 1
                     endpoint.in_flight += 1
@@ -93,6 +106,7 @@ class FakeEndpoint:
                 finally:
                     with endpoint._lock:
                         endpoint.in_flight -= 1
+                        endpoint.busy_seconds += time.perf_counter() - start
 
             def _answer(self, request: dict) -> None:
                 key = hashlib.sha1(conversation_key(request).encode()).hexdigest()

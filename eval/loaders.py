@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 from data_builders.records import (
     RecordError,
@@ -62,6 +63,8 @@ class EvalItem:
             (absolute paths) and whatever the environment's ``reset`` needs (``user_id``, ``data_root``).
         gold: What ``eval.scoring`` passes to ``rewards/`` (e.g. the official TIR-Bench record).
         tags: Report groups, name -> values (several values: the item counts in each group).
+        bad: Why the record could not be loaded (file, record, field, reason); None for a good item.
+            A bad item is not run: it scores 0 as failed, so the denominator stays the benchmark's.
     """
 
     id: str
@@ -69,6 +72,35 @@ class EvalItem:
     example: dict
     gold: dict
     tags: dict[str, list[str]] = field(default_factory=dict)
+    bad: str | None = None
+
+
+def _bad_item(name: str, rid: object, err: RecordError) -> EvalItem:
+    return EvalItem(id=str(rid), benchmark=name, example={}, gold={}, bad=str(err))
+
+
+def _each_record(name: str, records, strict: bool):
+    """``(record, rid, catch)`` per record; the loader builds the item inside ``with catch:``, which
+    turns a ``RecordError`` into a bad item (or lets it stop the load under ``strict``)."""
+    for index, record in enumerate(records):
+        rid = record_id(record, index) if isinstance(record, dict) else f"#{index}"
+        yield record, rid, _Catch(name, rid, strict)
+
+
+class _Catch:
+    """Context manager: a RecordError inside becomes ``self.item`` (a bad item) unless ``strict``."""
+
+    def __init__(self, name: str, rid: object, strict: bool) -> None:
+        self.name, self.rid, self.strict, self.item = name, rid, strict, None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, kind, err, tb) -> bool:
+        if kind is not None and issubclass(kind, RecordError) and not self.strict:
+            self.item = _bad_item(self.name, err.record_id if err.record_id is not None else self.rid, err)
+            return True
+        return False
 
 
 def find_benchmark_dir(name: str, data_root: str | Path) -> Path:
@@ -90,8 +122,11 @@ def find_benchmark_dir(name: str, data_root: str | Path) -> Path:
 
 
 def load_benchmark(name: str, root: str | Path, *, check_images: bool = True, limit: int | None = None,
-                   **options) -> list[EvalItem]:
+                   strict: bool = True, **options) -> list[EvalItem]:
     """Read and validate one benchmark folder (see the module table) into ``EvalItem``s.
+
+    ``strict``: the first bad record raises its ``RecordError``. Otherwise every bad record becomes
+    an item with ``bad`` set (its id and reason), in its place, and the rest load.
 
     ``options``: ``mir_prompt_stage`` (0: MIR's benchmark prompt, question and options only; 1-3 add
     the curriculum's reference context), ``search_corpus`` (ImageMining: an offline JSONL corpus
@@ -101,11 +136,14 @@ def load_benchmark(name: str, root: str | Path, *, check_images: bool = True, li
                "imagemining": load_imagemining}
     if name not in loaders:
         raise EvalError(f"unknown benchmark {name!r}; choose from {', '.join(BENCHMARKS)}")
-    items = loaders[name](Path(root), check_images=check_images, limit=limit, **options)
+    items = loaders[name](Path(root), check_images=check_images, limit=limit, strict=strict, **options)
     seen: set[str] = set()
-    for item in items:
+    for k, item in enumerate(items):
         if item.id in seen:
-            raise RecordError(Path(root) / DATA_FILES[name], item.id, "id", "duplicate id")
+            err = RecordError(Path(root) / DATA_FILES[name], item.id, "id", "duplicate id")
+            if strict:
+                raise err
+            items[k] = item = _bad_item(name, f"{item.id} (#{k})", err)
         seen.add(item.id)
     return items
 
@@ -129,45 +167,49 @@ def _image(root: Path, rel: str, source: Path, rid: object, field_name: str, che
     return str(path)
 
 
-def _records(path: Path) -> list[dict]:
-    records = read_json_records(path)
-    for index, record in enumerate(records):
-        if not isinstance(record, dict):
-            raise RecordError(path, f"#{index}", None, f"expected an object, got {type(record).__name__}")
-    return records
-
-
 # -- TIR-Bench --
 
-def load_tir_bench(root: Path, *, check_images: bool = True, limit: int | None = None, **_) -> list[EvalItem]:
+def load_tir_bench(root: Path, *, check_images: bool = True, limit: int | None = None, strict: bool = True,
+                   **_) -> list[EvalItem]:
     source = root / DATA_FILES["tir_bench"]
     items = []
-    for index, record in enumerate(_records(source)[:limit]):
-        rid = record_id(record, index)
-        if "task" not in record and "category" in record:  # old files say "category"
-            record = {**record, "task": record["category"]}
-        if "meta_data" not in record and "metadata" in record:
-            record = {**record, "meta_data": record["metadata"]}
-        _require(record, "id", (int, str), source, rid)
-        task = _require(record, "task", str, source, rid)
-        prompt = _require(record, "prompt", str, source, rid)
-        answer = _require(record, "answer", (str, int, float), source, rid)
-        if isinstance(answer, str) and not answer.strip():
-            raise RecordError(source, rid, "answer", "must not be empty")
-        meta = record.get("meta_data") or {}
-        if not isinstance(meta, dict):
-            raise RecordError(source, rid, "meta_data", "must be an object")
-        if task == "jigsaw" and not isinstance(meta.get("difficulty"), int):
-            raise RecordError(source, rid, "meta_data", "jigsaw items need an integer 'difficulty' (n of the n x n grid)")
-        images = [_image(root, _require(record, "image_1", str, source, rid), source, rid, "image_1", check_images)]
-        if record.get("image_2") not in (None, ""):
-            images.append(_image(root, _require(record, "image_2", str, source, rid), source, rid, "image_2",
-                                 check_images))
-        items.append(EvalItem(
-            id=str(record["id"]), benchmark="tir_bench",
-            example={"id": str(record["id"]), "question": prompt, "images": images},
-            gold={"record": record}, tags={"task": [task]}))
+    for record, rid, catch in _each_record("tir_bench", read_json_records(source)[:limit], strict):
+        with catch:
+            items.append(_tir_item(root, source, record, rid, check_images))
+        if catch.item:
+            items.append(catch.item)
     return items
+
+
+def _tir_item(root: Path, source: Path, record: object, rid: object, check_images: bool) -> EvalItem:
+    if not isinstance(record, dict):
+        raise RecordError(source, rid, None, f"expected an object, got {type(record).__name__}")
+    if "task" not in record and "category" in record:  # old files say "category"
+        record = {**record, "task": record["category"]}
+    if "meta_data" not in record and "metadata" in record:
+        record = {**record, "meta_data": record["metadata"]}
+    _require(record, "id", (int, str), source, rid)
+    task = _require(record, "task", str, source, rid)
+    prompt = _require(record, "prompt", str, source, rid)
+    answer = _require(record, "answer", (str, int, float), source, rid)
+    if isinstance(answer, str) and not answer.strip():
+        raise RecordError(source, rid, "answer", "must not be empty")
+    meta = record.get("meta_data") or {}
+    if not isinstance(meta, dict):
+        raise RecordError(source, rid, "meta_data", "must be an object")
+    # the scorer reads n as upstream does (``metadata`` first; 3.0 works, "3" scores 0): load such
+    # items and let them score; only a jigsaw with no difficulty at all is a bad record
+    scored_meta = record.get("metadata") if isinstance(record.get("metadata"), dict) else meta
+    if task == "jigsaw" and not isinstance(scored_meta.get("difficulty"), (int, float, str)):
+        raise RecordError(source, rid, "meta_data", "jigsaw items need a 'difficulty' (n of the n x n grid)")
+    images = [_image(root, _require(record, "image_1", str, source, rid), source, rid, "image_1", check_images)]
+    if record.get("image_2") not in (None, ""):
+        images.append(_image(root, _require(record, "image_2", str, source, rid), source, rid, "image_2",
+                             check_images))
+    return EvalItem(
+        id=str(record["id"]), benchmark="tir_bench",
+        example={"id": str(record["id"]), "question": prompt, "images": images},
+        gold={"record": record}, tags={"task": [task]})
 
 
 # -- MIR --
@@ -199,7 +241,7 @@ def _mir_images_root(root: Path, records: list) -> Path:
 
 
 def load_mir(root: Path, *, check_images: bool = True, limit: int | None = None, mir_prompt_stage: int = 0,
-             **_) -> list[EvalItem]:
+             strict: bool = True, **_) -> list[EvalItem]:
     from data_builders.mir import answer_letter, build_stage, prepare_mir_record
 
     if mir_prompt_stage not in (0, 1, 2, 3):
@@ -210,19 +252,23 @@ def load_mir(root: Path, *, check_images: bool = True, limit: int | None = None,
     images_root = _mir_images_root(root, raw)
     checked: dict = {}
     items = []
-    for index, record in enumerate(raw):
-        record = prepare_mir_record(record, index, source, images_root, check_images=check_images, checked=checked)
-        rid = record["id"]
-        if answer_letter(record) is None:
-            raise RecordError(source, rid, "conclusion", "states no option letter")
-        # Stage 0's user turn is MIR's benchmark prompt; stages 1-3 add the reference context.
-        user = build_stage(record, mir_prompt_stage)["messages"][0]
-        subtask = _mir_subtask(record)
-        items.append(EvalItem(
-            id=str(rid), benchmark="mir",
-            example={"id": str(rid), "prompt": [user], "images": list(record["images"])},
-            gold={"conclusion": record["conclusion"]},
-            tags={"task": [subtask], "category": [mir_category(subtask)]}))
+    for index, (record, _rid, catch) in enumerate(_each_record("mir", raw, strict)):
+        with catch:
+            record = prepare_mir_record(record, index, source, images_root, check_images=check_images,
+                                        checked=checked)
+            rid = record["id"]
+            if answer_letter(record) is None:
+                raise RecordError(source, rid, "conclusion", "states no option letter")
+            # Stage 0's user turn is MIR's benchmark prompt; stages 1-3 add the reference context.
+            user = build_stage(record, mir_prompt_stage)["messages"][0]
+            subtask = _mir_subtask(record)
+            items.append(EvalItem(
+                id=str(rid), benchmark="mir",
+                example={"id": str(rid), "prompt": [user], "images": list(record["images"])},
+                gold={"conclusion": record["conclusion"], "options": record.get("options")},
+                tags={"task": [subtask], "category": [mir_category(subtask)]}))
+        if catch.item:
+            items.append(catch.item)
     return items
 
 
@@ -243,34 +289,37 @@ def _photo_ids(root: Path, user: str, source: Path, rid: object, cache: dict) ->
     return cache[user]
 
 
-def load_disbench(root: Path, *, check_images: bool = True, limit: int | None = None, **_) -> list[EvalItem]:
+def load_disbench(root: Path, *, check_images: bool = True, limit: int | None = None, strict: bool = True,
+                  **_) -> list[EvalItem]:
     source = root / DATA_FILES["disbench"]
     users: dict[str, set[str]] = {}
     items = []
-    for index, record in enumerate(list(iter_jsonl(source))[:limit]):
-        rid = record_id(record, index)
-        if not isinstance(record, dict):
-            raise RecordError(source, rid, None, "expected an object")
-        qid = str(_require(record, "query_id", (str, int), source, rid))
-        user = _require(record, "user_id", str, source, rid)
-        query = _require(record, "query", str, source, rid)
-        answer = _require(record, "answer", list, source, rid)
-        if not all(isinstance(a, (str, int)) and not isinstance(a, bool) for a in answer):
-            raise RecordError(source, rid, "answer", "must be a list of photo id strings")
-        known = _photo_ids(root, user, source, rid, users)
-        missing = [str(a) for a in answer if str(a) not in known]
-        if missing:
-            raise RecordError(source, rid, "answer", f"photo ids not in metadata/{user}.jsonl: {', '.join(missing[:5])}")
-        if check_images:
-            for pid in answer:
-                _image(root, f"images/{user}/{pid}.jpg", source, rid, "answer", True)
-        event_type = record.get("event_type")
-        items.append(EvalItem(
-            id=qid, benchmark="disbench",
-            example={"query_id": qid, "user_id": user, "data_root": str(root.resolve()),
-                     "question": query + DISBENCH_INSTRUCTION, "query": query},
-            gold={"answer": [str(a) for a in answer]},
-            tags={"event_type": [event_type if isinstance(event_type, str) and event_type else "unknown"]}))
+    for record, rid, catch in _each_record("disbench", list(iter_jsonl(source))[:limit], strict):
+        with catch:
+            if not isinstance(record, dict):
+                raise RecordError(source, rid, None, "expected an object")
+            qid = str(_require(record, "query_id", (str, int), source, rid))
+            user = _require(record, "user_id", str, source, rid)
+            query = _require(record, "query", str, source, rid)
+            answer = _require(record, "answer", list, source, rid)
+            if not all(isinstance(a, (str, int)) and not isinstance(a, bool) for a in answer):
+                raise RecordError(source, rid, "answer", "must be a list of photo id strings")
+            known = _photo_ids(root, user, source, rid, users)
+            missing = [str(a) for a in answer if str(a) not in known]
+            if missing:
+                raise RecordError(source, rid, "answer", f"photo ids not in metadata/{user}.jsonl: {', '.join(missing[:5])}")
+            if check_images:
+                for pid in answer:
+                    _image(root, f"images/{user}/{pid}.jpg", source, rid, "answer", True)
+            event_type = record.get("event_type")
+            items.append(EvalItem(
+                id=qid, benchmark="disbench",
+                example={"query_id": qid, "user_id": user, "data_root": str(root.resolve()),
+                         "question": query + DISBENCH_INSTRUCTION, "query": query},
+                gold={"answer": [str(a) for a in answer]},
+                tags={"event_type": [event_type if isinstance(event_type, str) and event_type else "unknown"]}))
+        if catch.item:
+            items.append(catch.item)
     return items
 
 
@@ -293,33 +342,35 @@ def _yes_no(value: object) -> str:
 
 
 def load_imagemining(root: Path, *, check_images: bool = True, limit: int | None = None,
-                     search_corpus: str | None = None, **_) -> list[EvalItem]:
+                     search_corpus: str | None = None, strict: bool = True, **_) -> list[EvalItem]:
     source = root / DATA_FILES["imagemining"]
     images = root / "images"
     items = []
-    for index, record in enumerate(list(iter_jsonl(source))[:limit]):
-        rid = record_id(record, index)
-        if not isinstance(record, dict):
-            raise RecordError(source, rid, None, "expected an object")
-        _require(record, "id", (int, str), source, rid)
-        question = _require(record, "question", str, source, rid)
-        answer = _require(record, "answer", str, source, rid)
-        image = _find_image(images, _require(record, "image", str, source, rid), source, rid, check_images)
-        answer_zh = record.get("answer_zh")
-        if answer_zh is not None and not isinstance(answer_zh, str):
-            raise RecordError(source, rid, "answer_zh", "must be a string when present")
-        reasoning_types = record.get("difficulty_tags") or []
-        if not isinstance(reasoning_types, list) or not all(isinstance(t, str) for t in reasoning_types):
-            raise RecordError(source, rid, "difficulty_tags", "must be a list of strings")
-        example = {"id": str(record["id"]), "question": question, "image": image}
-        if search_corpus:
-            example["search_corpus"] = str(search_corpus)
-        items.append(EvalItem(
-            id=str(record["id"]), benchmark="imagemining", example=example,
-            gold={"answer": answer, "answer_zh": answer_zh, "question": question},
-            tags={"category": [str(record.get("category_l1") or "unknown")],
-                  "subcategory": [str(record.get("category_l2") or "unknown")],
-                  "reasoning_type": reasoning_types or ["unknown"],
-                  "need_image_before_search": [_yes_no(record.get("need_image_before_search"))],
-                  "need_image_during_search": [_yes_no(record.get("need_image_during_search"))]}))
+    for record, rid, catch in _each_record("imagemining", list(iter_jsonl(source))[:limit], strict):
+        with catch:
+            if not isinstance(record, dict):
+                raise RecordError(source, rid, None, "expected an object")
+            _require(record, "id", (int, str), source, rid)
+            question = _require(record, "question", str, source, rid)
+            answer = _require(record, "answer", str, source, rid)
+            image = _find_image(images, _require(record, "image", str, source, rid), source, rid, check_images)
+            answer_zh = record.get("answer_zh")
+            if answer_zh is not None and not isinstance(answer_zh, str):
+                raise RecordError(source, rid, "answer_zh", "must be a string when present")
+            reasoning_types = record.get("difficulty_tags") or []
+            if not isinstance(reasoning_types, list) or not all(isinstance(t, str) for t in reasoning_types):
+                raise RecordError(source, rid, "difficulty_tags", "must be a list of strings")
+            example = {"id": str(record["id"]), "question": question, "image": image}
+            if search_corpus:
+                example["search_corpus"] = str(search_corpus)
+            items.append(EvalItem(
+                id=str(record["id"]), benchmark="imagemining", example=example,
+                gold={"answer": answer, "answer_zh": answer_zh, "question": question},
+                tags={"category": [str(record.get("category_l1") or "unknown")],
+                      "subcategory": [str(record.get("category_l2") or "unknown")],
+                      "reasoning_type": reasoning_types or ["unknown"],
+                      "need_image_before_search": [_yes_no(record.get("need_image_before_search"))],
+                      "need_image_during_search": [_yes_no(record.get("need_image_during_search"))]}))
+        if catch.item:
+            items.append(catch.item)
     return items

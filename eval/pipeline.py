@@ -2,7 +2,7 @@
 
 Output folder layout::
 
-    out/run.json                                  model and settings (a resume must match the model)
+    out/run.json                                  model, its fingerprint and settings (a resume must match)
     out/metrics.json, out/report.md, out/{benchmark}.png
     out/{benchmark}/predictions.jsonl             one record per finished episode (append-only)
     out/{benchmark}/scores.jsonl                  per-item metrics and tags
@@ -25,21 +25,42 @@ from eval.scoring import aggregate, score_predictions
 logger = logging.getLogger(__name__)
 
 
-def _check_out_dir(out: Path, cfg: EvalConfig) -> None:
-    """Refuse to mix predictions of two models in one folder; start over when ``resume`` is off."""
+def _check_out_dir(out: Path, cfg: EvalConfig, served_name: str | None = None) -> None:
+    """Refuse to mix predictions of two models (or of one model retrained in place, or of other
+    answer-shaping settings) in one folder; start over when ``resume`` is off."""
+    from eval.fingerprint import differences, run_fingerprint
+
     info = out / "run.json"
-    if info.exists():
+    fingerprint = run_fingerprint(cfg, served_name)
+    has_predictions = any(out.glob("*/predictions.jsonl"))
+    if info.exists() and cfg.resume and has_predictions:
         previous = json.loads(info.read_text(encoding="utf-8"))
-        if cfg.resume and previous.get("model") != cfg.model:
-            raise EvalError(f"{out} holds predictions of model {previous.get('model')!r}, not {cfg.model!r}: "
-                             "use another --out, or --resume false to start over")
+        changed = differences(previous.get("fingerprint"), fingerprint)
+        if changed:
+            raise EvalError(f"{out} holds predictions of another model or settings ({'; '.join(changed)}): "
+                            "use --resume false to start over, or another --out")
+        if cfg.resume and previous.get("config", {}).get("gray_images", False) != cfg.gray_images:
+            raise EvalError(f"{out} holds predictions made with gray_images={not cfg.gray_images}: use another "
+                             "--out, or --resume false to start over")
     if not cfg.resume:
         for old in out.glob("*/predictions.jsonl"):
             old.replace(old.with_name(f"predictions.{int(time.time())}.jsonl.bak"))
         for old in out.glob("*/retriever_predictions.jsonl"):
             old.unlink()
     out.mkdir(parents=True, exist_ok=True)
-    info.write_text(json.dumps({"model": cfg.model, "config": dataclasses.asdict(cfg)}, indent=1), encoding="utf-8")
+    info.write_text(json.dumps({"model": cfg.model, "fingerprint": fingerprint, "config": dataclasses.asdict(cfg)},
+                               indent=1), encoding="utf-8")
+
+
+def _fail_when_nothing_answered(names: list[str], out: Path, cfg: EvalConfig) -> None:
+    """A run where every model call failed measured nothing: say so (exit non-zero), never report 0%."""
+    from eval.runner import PredictionStore
+
+    records = [r for name in names for r in PredictionStore(out / name / "predictions.jsonl").load().values()]
+    if records and all(r.get("status") != "ok" for r in records):
+        first = next((" ".join(str(r["error"]).split())[:300] for r in records if r.get("error")), "")
+        raise EvalError(f"every one of the {len(records)} episodes failed for model {cfg.model}"
+                        + (f"; first error: {first}" if first else "") + f" (the report in {out} lists them)")
 
 
 def load_items(cfg: EvalConfig) -> tuple[dict[str, list], str]:
@@ -55,31 +76,57 @@ def load_items(cfg: EvalConfig) -> tuple[dict[str, list], str]:
         corpus = cfg.search_corpus
         if corpus is None and fixtures and name == "imagemining":
             corpus = str(folder / "search_corpus.jsonl")
-        items[name] = load_benchmark(name, folder, check_images=cfg.check_images, limit=cfg.limit,
+        items[name] = load_benchmark(name, folder, check_images=cfg.check_images, limit=cfg.limit, strict=cfg.strict,
                                      mir_prompt_stage=cfg.mir_prompt_stage, search_corpus=corpus)
         logger.info("loaded %d %s items from %s", len(items[name]), name, folder)
     return items, label
+
+
+def gray_out_images(items: dict[str, list], folder: Path) -> None:
+    """Point every item's input images at flat gray copies of the same size (written once to ``folder``)."""
+    from PIL import Image
+
+    folder.mkdir(parents=True, exist_ok=True)
+    done: dict[str, str] = {}
+    for bench_items in items.values():
+        for item in bench_items:
+            paths = item.example.get("images") or []
+            for k, path in enumerate(paths):
+                if path not in done:
+                    with Image.open(path) as img:
+                        size = img.size
+                    done[path] = str(folder / f"{len(done)}_{size[0]}x{size[1]}.png")
+                    Image.new("RGB", size, (128, 128, 128)).save(done[path])
+                paths[k] = done[path]
 
 
 def _write_scores(path: Path, rows: list[dict]) -> None:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
 
 
-def evaluate(cfg: EvalConfig, policy=None) -> dict:
+def evaluate(cfg: EvalConfig, policy=None, prompting_note: str = "") -> dict:
     """Run the whole evaluation; returns the metrics also written to ``out/metrics.json``.
 
     ``policy``: an already-built policy (tests and benchmarks pass one); default ``build_policy(cfg)``.
     """
     from eval.report import write_reports
     from eval.retriever import make_embedder, retriever_rows
-    from eval.runner import build_policy, env_factory, run_benchmark
+    from eval.runner import build_policy, env_factory, is_endpoint, run_benchmark
 
     if not cfg.model:
         raise EvalError("set --model (a checkpoint folder, hub id, or endpoint URL)")
     started = time.time()
     out = Path(cfg.out)
-    _check_out_dir(out, cfg)
+    if policy is None and is_endpoint(cfg.model):
+        policy = build_policy(cfg)  # reaches the endpoint first: a dead URL stops here, in seconds
+    elif policy is None:
+        from agent.models import resolve_model_path
+
+        resolve_model_path(cfg.model)  # a missing folder stops here, in one line, before any hub call
+    _check_out_dir(out, cfg, getattr(policy, "model", None) if is_endpoint(cfg.model) else None)
     items, data_label = load_items(cfg)
+    if cfg.gray_images:
+        gray_out_images(items, out / "gray_images")
     embedder = make_embedder(cfg.photo_embedder) if "disbench" in items else None
     policy = policy or build_policy(cfg)
     results: dict[str, dict] = {}
@@ -95,10 +142,14 @@ def evaluate(cfg: EvalConfig, policy=None) -> dict:
             rows = retriever_rows(bench_items, embedder, bench_out, cfg.photo_index_dir)
             results["disbench_retriever"] = aggregate("disbench_retriever", rows)
             results["disbench_retriever"]["embedder"] = embedder.name
+    settings = (f"mir_prompt_stage={cfg.mir_prompt_stage}, system_prompt={cfg.system_prompt!r}, tools={cfg.tools}, "
+                f"max_turns={cfg.max_turns}" + (f" ({prompting_note})" if prompting_note else "")
+                + (". Every input image replaced by flat gray (control)" if cfg.gray_images else ""))
     metrics = {
         "run": {"model": cfg.model, "data": data_label, "seconds": round(time.time() - started, 1),
-                "config": dataclasses.asdict(cfg)},
+                "prompting": settings, "config": dataclasses.asdict(cfg)},
         "benchmarks": results,
     }
     write_reports(metrics, out, use_wandb=cfg.wandb, wandb_project=cfg.wandb_project)
+    _fail_when_nothing_answered(list(items), out, cfg)
     return metrics

@@ -1,14 +1,21 @@
-"""``python -m eval prepare``: download the benchmarks' official files (needs internet; not run in tests).
+"""``python -m eval prepare``: download the benchmarks' official files (needs internet).
 
-Sources are best-known locations, overridable with ``--source NAME=hf:OWNER/REPO`` (a Hugging
-Face dataset repo, fetched with ``huggingface_hub.snapshot_download``) or ``NAME=git:URL`` (a
-shallow ``git clone``). Zip archives found in the download (TIR-Bench's ``data.zip``, MIR's
-``images.zip``) are extracted in place, refusing entries that would leave the folder. Each
-benchmark lands in ``DATA_ROOT/{name}``, which ``python -m eval --data-root DATA_ROOT`` reads.
+Sources are the Hugging Face dataset repos that hold the data (see docs/eval.md for what each
+holds), overridable with ``--source NAME=hf:OWNER/REPO`` (fetched with
+``huggingface_hub.snapshot_download``) or ``NAME=git:URL`` (a shallow ``git clone``). Zip archives
+in the download (TIR-Bench's ``data.zip``, MIR's ``images.zip``) are extracted in place, refusing
+entries that would leave the folder; then each download is put in the layout its loader reads:
+MIR's images folder is found and named ``images/`` if the zip used another top folder, and an
+ImageMining download in parquet form (rows with an image column) is written out as
+``data.jsonl`` + ``images/``. Each benchmark lands in ``DATA_ROOT/{name}``, which
+``python -m eval --data-root DATA_ROOT`` reads. Tests run this against local fakes of each hub
+layout (only the hub call is replaced).
 """
 
 from __future__ import annotations
 
+import io
+import json
 import logging
 import subprocess
 import zipfile
@@ -18,14 +25,14 @@ from eval.loaders import BENCHMARKS, DATA_FILES, EvalError
 
 logger = logging.getLogger(__name__)
 
-# Best-known official locations (check them against each paper's page; override with --source).
+# Where the data is (override with --source). MIR's git repository (Shelly-coder239/MIRBench) holds
+# only code; its README names the hub dataset. ImageMining's git repository has data.jsonl but no
+# images; the hub dataset has both.
 SOURCES = {
     "tir_bench": "hf:Agents-X/TIR-Bench",
     "disbench": "hf:RUC-NLPIR/DISBench",
-    "imagemining": "git:https://github.com/zai-org/ImageMining",
-    # MIR's paper points to this repository for code and data; if the data moved to a hub repo,
-    # pass --source mir=hf:OWNER/REPO.
-    "mir": "git:https://github.com/Shelly-coder239/MIRBench",
+    "imagemining": "hf:zai-org/ImageMining",
+    "mir": "hf:ShellyCoder/MIRBench",
 }
 
 
@@ -76,10 +83,71 @@ def download(name: str, source: str, target: Path) -> Path:
             logger.info("extracting %s", archive)
             safe_extract(archive, archive.parent)
             marker.write_text("ok\n")
+    if name == "mir":
+        arrange_mir(target)
+    elif name == "imagemining":
+        arrange_imagemining(target)
     if not any(target.rglob(DATA_FILES[name])):
         logger.warning("%s: no %s under %s; the layout may have changed (see docs/eval.md)", name, DATA_FILES[name],
                        target)
     return target
+
+
+def _first(paths) -> Path | None:
+    return next(iter(sorted(paths, key=lambda p: (len(p.parts), str(p)))), None)
+
+
+def arrange_mir(target: Path) -> None:
+    """Make MIR's image paths resolve from ``all_data_rel.json``'s folder or its ``images/`` (what
+    ``eval.loaders`` reads): a zip that unpacked under another top folder is renamed ``images/``."""
+    data = _first(target.rglob(DATA_FILES["mir"]))
+    if data is None:
+        return
+    folder = data.parent
+    records = json.loads(data.read_text(encoding="utf-8"))
+    first = next((r["images"][0] for r in records if isinstance(r, dict) and isinstance(r.get("images"), list)
+                  and r["images"] and isinstance(r["images"][0], str)), None)
+    if first is None or (folder / first).exists() or (folder / "images" / first).exists():
+        return
+    for candidate in sorted(p for p in folder.rglob("*") if p.is_dir() and not p.name.startswith(".")):
+        if (candidate / first).exists():
+            if (folder / "images").exists():
+                logger.warning("mir: images are under %s but %s exists; move them there", candidate, folder / "images")
+                return
+            candidate.rename(folder / "images")
+            logger.info("mir: moved %s to %s", candidate, folder / "images")
+            return
+    logger.warning("mir: image %s of the first record is not under %s", first, folder)
+
+
+def arrange_imagemining(target: Path) -> None:
+    """An ImageMining download in parquet form (one row per item, ``image`` as the hub's Image
+    feature: ``{"bytes", "path"}``) becomes ``data.jsonl`` + ``images/{file}``; a download that has
+    ``data.jsonl`` already is left as it is."""
+    if any(target.rglob(DATA_FILES["imagemining"])):
+        return
+    shards = sorted(target.rglob("*.parquet"))
+    if not shards:
+        return
+    import pyarrow.parquet as pq
+    from PIL import Image
+
+    images = target / "images"
+    images.mkdir(exist_ok=True)
+    lines = []
+    for shard in shards:
+        for row in pq.read_table(shard).to_pylist():
+            image = row.get("image")
+            if isinstance(image, dict) and image.get("bytes"):
+                name = Path(image.get("path") or "").name
+                if not name:
+                    with Image.open(io.BytesIO(image["bytes"])) as img:
+                        name = f"{row.get('id')}.{(img.format or 'png').lower()}"
+                (images / name).write_bytes(image["bytes"])
+                row["image"] = name
+            lines.append(json.dumps(row, ensure_ascii=False, default=str))
+    (target / DATA_FILES["imagemining"]).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    logger.info("imagemining: wrote %d rows from %d parquet file(s) as data.jsonl + images/", len(lines), len(shards))
 
 
 def prepare(benchmarks: list[str], data_root: str | Path, sources: dict[str, str] | None = None) -> dict[str, Path]:

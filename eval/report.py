@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from pathlib import Path
 
@@ -42,6 +43,7 @@ def markdown(metrics: dict) -> str:
     lines = [f"# Evaluation of `{run['model']}`", "",
              (f"Data: {run['data']}. Scored by `rewards/` (TIR-Bench in official mode). Numbers are percentages; "
               "failed items score 0 and are listed below each table."), "",
+             *([f"Prompting: {run['prompting']}.", ""] if run.get("prompting") else []),
              "| benchmark | items | failed | metric | score | published |", "|---|---:|---:|---|---:|---:|"]
     for name, m in metrics["benchmarks"].items():
         for metric in SHOWN[name][:2]:
@@ -64,6 +66,9 @@ def markdown(metrics: dict) -> str:
             a = m["agent"]
             lines += ["", (f"Agent: stop reasons {a['stop_reasons']}, {a['mean_turns']:.2f} turns and "
                            f"{a['mean_tool_calls']:.2f} tool calls per item, {a['tool_errors']} tool errors.")]
+        if m.get("bad_records"):
+            lines += ["", (f"{len(m['bad_records'])} record(s) did not load: each counts as failed "
+                           "(status bad_record below); `--strict` stops at the first instead.")]
         if m["failed"]:
             lines += ["", f"Failed ({m['n_failed']}):"]
             lines += [f"- `{f['id']}` ({f['status']}): {f.get('error') or ''}" for f in m["failed"][:200]]
@@ -133,8 +138,10 @@ def log_wandb(metrics: dict, out: Path, project: str) -> None:
     """Metrics, charts and per-group tables to W&B (``WANDB_MODE=offline`` keeps it local)."""
     import wandb
 
-    run = wandb.init(project=project, name=f"eval-{Path(metrics['run']['model']).name}", dir=str(out),
-                     config=metrics["run"].get("config", {}), job_type="eval")
+    # WANDB_DIR wins, as for the training runs; else the run's files sit beside its report.
+    config = {**metrics["run"].get("config", {}), "data": metrics["run"].get("data")}
+    run = wandb.init(project=project, name=f"eval-{Path(metrics['run']['model']).name}",
+                     dir=os.environ.get("WANDB_DIR") or str(out), config=config, job_type="eval")
     flat = {}
     for name, m in metrics["benchmarks"].items():
         for metric in METRICS[name]:

@@ -83,17 +83,25 @@ def endpoint_base(url: str) -> str:
 
 
 def served_model(base: str, cfg: EvalConfig) -> str:
-    """The name to request: the config's, else the first model the endpoint lists, else "default"."""
-    if cfg.served_model_name:
-        return cfg.served_model_name
+    """The name to request: the config's, else the first model the endpoint lists, else "default".
+
+    The endpoint is asked either way: one that cannot be reached stops the run here, in seconds.
+    """
     import requests
+
+    from eval.loaders import EvalError
 
     headers = {}
     key = os.environ.get(cfg.api_key_env) if cfg.api_key_env else None
     if key:
         headers["Authorization"] = f"Bearer {key}"
     try:
-        reply = requests.get(f"{base}/models", headers=headers, timeout=min(30.0, cfg.request_timeout))
+        reply = requests.get(f"{base}/models", headers=headers, timeout=min(10.0, cfg.request_timeout))
+    except (requests.ConnectionError, requests.Timeout) as err:
+        raise EvalError(f"cannot reach the endpoint {base} ({type(err).__name__}): is the server up?") from err
+    if cfg.served_model_name:
+        return cfg.served_model_name
+    try:
         return str(reply.json()["data"][0]["id"])
     except Exception as err:  # noqa: BLE001 - listing models is optional in the API
         logger.warning("could not list the endpoint's models (%s); requesting model 'default'", type(err).__name__)
@@ -130,6 +138,10 @@ def env_factory(benchmark: str, cfg: EvalConfig, embedder=None):
         return _no_tools_env()
     if benchmark == "disbench":
         return functools.partial(PhotoCollectionEnv, embedder=embedder, cache_dir=cfg.photo_index_dir)
+    if cfg.environment:
+        if cfg.environment not in ENVIRONMENTS:
+            raise ValueError(f"unknown environment {cfg.environment!r}; choose from {sorted(ENVIRONMENTS)}")
+        return ENVIRONMENTS[cfg.environment]
     return ENVIRONMENTS[benchmark]
 
 
@@ -164,7 +176,8 @@ def _record(item: EvalItem, trajectory, attempt: int, seconds: float, out_dir: P
         "status": "failed" if trajectory.stop_reason == "error" else "ok",
         "response": trajectory.final_response, "stop_reason": trajectory.stop_reason,
         "num_turns": trajectory.num_turns, "tool_calls": trajectory.tool_calls,
-        "tool_errors": trajectory.tool_errors, "truncated": trajectory.truncated, "error": trajectory.error,
+        "tool_errors": trajectory.tool_errors, "tool_images": trajectory.tool_images,
+        "truncated": trajectory.truncated, "error": trajectory.error,
         "attempt": attempt, "seconds": round(seconds, 3),
     }
     if save and trajectory.messages:
@@ -194,11 +207,24 @@ class _Progress:
             self.done, self.new = self.done + 1, self.new + 1
             self.failed += record["status"] != "ok"
             now = time.monotonic()
-            if now - self.last >= 10 or self.done == self.total:
+            if now - self.last >= 10 or self.done == self.total or self.new == 1:
                 self.last = now
                 rate = self.new / max(now - self.start, 1e-9)
-                logger.info("[%s] %d/%d done, %d failed this run, %.2f items/s", self.name, self.done, self.total,
-                            self.failed, rate)
+                left = (self.total - self.done) / max(rate, 1e-9)
+                logger.info("[%s] %d/%d done, %d failed this run, %.2f items/s, ETA %s", self.name, self.done,
+                            self.total, self.failed, rate, _duration(left))
+
+
+def _duration(seconds: float) -> str:
+    """A short human duration.
+
+    >>> _duration(0), _duration(75), _duration(4000)
+    ('0s', '1m15s', '1h06m')
+    """
+    seconds = round(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
 def run_benchmark(benchmark: str, items: list[EvalItem], policy, cfg: EvalConfig, out_dir: str | Path,
@@ -209,6 +235,7 @@ def run_benchmark(benchmark: str, items: list[EvalItem], policy, cfg: EvalConfig
     out_dir = Path(out_dir)
     store = PredictionStore(out_dir / "predictions.jsonl")
     previous = store.load()
+    items = [it for it in items if not it.bad]  # a record that did not load is scored failed, never run
     pending = [it for it in items if it.id not in previous
                or (previous[it.id].get("status") != "ok" and cfg.retry_failed)]
     logger.info("[%s] %d items: %d already done, %d to run", benchmark, len(items), len(items) - len(pending),

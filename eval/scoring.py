@@ -46,7 +46,7 @@ def score_response(item: EvalItem, response: str, *, llm_judge: bool = False) ->
     if item.benchmark == "mir":
         from rewards import mir
 
-        return {"accuracy": float(mir.score(response, item.gold["conclusion"]))}
+        return {"accuracy": float(mir.score(response, item.gold["conclusion"], item.gold.get("options")))}
     if item.benchmark == "disbench":
         from rewards import disbench
 
@@ -88,7 +88,7 @@ def score_predictions(items: list[EvalItem], predictions: dict[str, dict], *,
     """One row per item: its status ("ok", "failed" or "missing"), metrics and tags."""
     rows = []
     for item in items:
-        pred = predictions.get(item.id)
+        pred = {"status": "bad_record", "error": item.bad} if item.bad else predictions.get(item.id)
         status = "missing" if pred is None else pred.get("status", "failed")
         if status == "ok":
             scores = score_response(item, pred.get("response") or "", llm_judge=llm_judge)
@@ -99,7 +99,8 @@ def score_predictions(items: list[EvalItem], predictions: dict[str, dict], *,
                      "stop_reason": None if pred is None else pred.get("stop_reason"),
                      "num_turns": 0 if pred is None else pred.get("num_turns", 0),
                      "tool_calls": 0 if pred is None else pred.get("tool_calls", 0),
-                     "tool_errors": 0 if pred is None else pred.get("tool_errors", 0)})
+                     "tool_errors": 0 if pred is None else pred.get("tool_errors", 0),
+                     "tool_images": 0 if pred is None else pred.get("tool_images", 0)})
     return rows
 
 
@@ -128,6 +129,8 @@ def aggregate(benchmark: str, rows: list[dict]) -> dict:
         "n": len(rows),
         "n_failed": len(failed),
         "failed": failed,
+        # records that did not load (``--strict false``): failed too, listed apart with their reason
+        "bad_records": [{"id": f["id"], "reason": f["error"]} for f in failed if f["status"] == "bad_record"],
         "primary": names[0],
         "overall": _means(rows, names),
         "groups": {g: {v: {"n": len(members), **_means(members, names)} for v, members in sorted(values.items())}
@@ -141,6 +144,10 @@ def aggregate(benchmark: str, rows: list[dict]) -> dict:
             "mean_tool_calls": sum(r.get("tool_calls") or 0 for r in agent_rows) / len(agent_rows),
             "tool_errors": sum(r.get("tool_errors") or 0 for r in agent_rows),
         }
+        calls = sum(r.get("tool_calls") or 0 for r in agent_rows)
+        images = sum(r.get("tool_images") or 0 for r in agent_rows)
+        # tool calls that returned an image, over all tool calls (None: no call was made)
+        out["agent"]["tool_success_rate"] = images / calls if calls else None
     if benchmark in PUBLISHED:
         out["published_percent"] = PUBLISHED[benchmark]
     return out

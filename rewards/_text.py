@@ -186,6 +186,27 @@ def all_boxed(text: str, limit: int = 64) -> list[str]:
     return found
 
 
+# A sentence ends at . ! ? (or their full-width forms) followed by whitespace; in a reversed line
+# that gap reads whitespace then the punctuation.
+_SENTENCE_GAP_REVERSED = re.compile(r"\s+[.!?。！？]")
+
+
+def sentences_backwards(line: str):
+    """``re.split(r"(?<=[.!?。！？])\\s+", line)`` last piece first, split only as far as it is read.
+
+    >>> list(sentences_backwards("A. B! C"))
+    ['C', 'B!', 'A.']
+    """
+    n, backwards, pos = len(line), line[::-1], 0
+    while True:
+        gap = _SENTENCE_GAP_REVERSED.search(backwards, pos)
+        if gap is None:
+            yield line[:n - pos]
+            return
+        yield line[n - gap.start():n - pos]
+        pos = gap.end() - 1  # the punctuation ends the sentence before
+
+
 _MARKUP_CHARS = re.compile(r"[*_`$#\\]")
 _MARKUP = re.compile(r"\\text(?:bf|rm|tt)?\{([^{}]*)\}|\\mathrm\{([^{}]*)\}|[*_`$#]+")
 

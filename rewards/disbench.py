@@ -145,9 +145,6 @@ def score(response: str, gold: Iterable) -> float:
     >>> score('<answer>["1", "2"]</answer>', ["1", "2", "3", "4"])
     0.6666666666666666
     """
-    try:
-        if isinstance(gold, (str, bytes)):
-            gold = [gold]
-        return float(set_metrics(parse_photo_ids(response), gold)["f1"])
-    except Exception:  # noqa: BLE001 - a reward must never crash a training step
-        return 0.0
+    if isinstance(gold, (str, bytes)):
+        gold = [gold]
+    return float(set_metrics(parse_photo_ids(response), gold)["f1"])

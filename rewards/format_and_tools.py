@@ -46,20 +46,45 @@ def format_score(text: str) -> float:
     return 1.0 if boxed is not None and boxed[0].strip() else 0.0
 
 
-def is_error_observation(message: dict) -> bool:
-    """A tool message whose text starts with ``{"error"``, ``{'error'`` or ``Error:`` (leading blanks ignored).
+ERROR_MARKERS = ("Error:", '{"error"', "{'error'")
 
-    TRL writes a raising tool's result as ``str({"error": ...})``, hence the single quotes.
+
+def tool_call_failed(result: Any) -> bool:
+    """THE definition of a failed tool call, used by the agent's tools, GRPO's rollouts, eval and
+    the rewards: the result's text (a str, or the text blocks of content) starts with ``Error:``,
+    ``{"error"`` or ``{'error'`` (leading blanks ignored). TRL writes a raising tool's result as
+    ``str({"error": ...})``, hence the single quotes. A result holding an image never failed.
+
+    >>> tool_call_failed("Error: bad box"), tool_call_failed(str({"error": "ValueError: x"}))
+    (True, True)
+    >>> tool_call_failed([{"type": "text", "text": "  Error: x"}]), tool_call_failed([{"type": "image"}])
+    (True, False)
+    >>> tool_call_failed([{"type": "image"}, {"type": "text", "text": "Error: never with an image"}])
+    False
+    """
+    if isinstance(result, list) and any(isinstance(b, dict) and b.get("type") == "image" for b in result):
+        return False
+    return message_text(result).lstrip().startswith(ERROR_MARKERS)
+
+
+def returned_image(result: Any) -> bool:
+    """A tool result that holds an image (what the tool success rate counts).
+
+    >>> returned_image([{"type": "image"}, {"type": "text", "text": "crop"}]), returned_image("Error: x")
+    (True, False)
+    """
+    return isinstance(result, list) and any(isinstance(b, dict) and b.get("type") == "image" for b in result)
+
+
+def is_error_observation(message: dict) -> bool:
+    """A tool message whose result failed (``tool_call_failed``).
 
     >>> is_error_observation({"role": "tool", "content": '{"error": "bad box"}'})
-    True
-    >>> is_error_observation({"role": "tool", "content": str({"error": "ValueError: bad box"})})
     True
     >>> is_error_observation({"role": "tool", "content": [{"type": "image"}]})
     False
     """
-    text = message_text(message.get("content")).lstrip()
-    return text.startswith(('{"error"', "{'error'", "Error:"))
+    return tool_call_failed(message.get("content"))
 
 
 def count_tool_results(completion: Any) -> int:

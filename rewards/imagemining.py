@@ -116,13 +116,14 @@ def _numeric_match(said: str, answer: str) -> bool | None:
     return any(abs(round(c, decimals) - number) <= 1e-9 * max(1.0, abs(number)) for c in candidates)
 
 
-def final_answer(response: str) -> str:
-    """The final answer text of a response (see the module notes).
+def final_answer(response: str, lines: int = 1) -> str:
+    """The final answer text of a response (see the module notes); without a block or a cue, the
+    last ``lines`` non-empty lines (a gold answer that runs over several lines is stated so).
 
     >>> final_answer("I searched.\\nThe logo is red.\\n<answer>Red</answer>")
     'Red'
-    >>> final_answer("Reasoning...\\nFinal answer: Pure black")
-    'Pure black'
+    >>> final_answer("Reasoning...\\nFinal answer: Pure black"), final_answer("x\\nStage 1:\\n3x3", lines=2)
+    ('Pure black', 'Stage 1:\\n3x3')
     """
     if not isinstance(response, str):
         return ""
@@ -142,8 +143,23 @@ def final_answer(response: str) -> str:
         rest = strip_markup(tail[cue.end():]).strip(" \t*:：")
         if rest.strip():
             return rest.strip().split("\n\n", 1)[0].strip()
-    lines = [line for line in tail.splitlines() if line.strip()]
-    return strip_markup(lines[-1]).strip() if lines else ""
+    found = [line for line in tail.splitlines() if line.strip()]
+    return strip_markup("\n".join(found[-max(1, lines):])).strip() if found else ""
+
+
+@functools.lru_cache(maxsize=4096)
+def reference_forms(reference: str) -> tuple[frozenset[str], int]:
+    """Accepted normalized forms of a gold answer, and its number of non-empty lines.
+
+    Some gold answers are sentences with their own cue ("Final Answer:\\n…", "The answer is
+    Shanghai, …"): stated as is, the response's final answer is what follows that cue, so the
+    gold's own final answer (read the same way) is accepted too.
+
+    >>> sorted(reference_forms("The answer is Shanghai.")[0])
+    ['answerisshanghai', 'shanghai']
+    """
+    k = sum(1 for line in reference.splitlines() if line.strip())
+    return answer_variants(reference) | answer_variants(final_answer(reference, lines=k)), k
 
 
 def rule_score(response: str, answer: str, answer_zh: str | None = None) -> float:
@@ -166,9 +182,11 @@ def rule_score(response: str, answer: str, answer_zh: str | None = None) -> floa
             if numeric:
                 return 1.0
             continue
-        variants = answer_variants(reference)
+        variants, lines = reference_forms(reference)
         if any(normalize(f) in variants for f in forms):
             return 1.0
+        if lines > 1 and normalize(final_answer(response, lines)) in variants:
+            return 1.0  # a multi-line gold answer stated without a cue: its last lines
     return 0.0
 
 
@@ -180,10 +198,7 @@ def score(response: str, answer: str, answer_zh: str | None = None, *, question:
     >>> score("The answer is:\\nRed", "Red"), score("Blue? Red? Green?", "Red")
     (1.0, 0.0)
     """
-    try:
-        value = rule_score(response, answer, answer_zh)
-    except Exception:  # noqa: BLE001 - a reward must never crash a training step
-        return 0.0
+    value = rule_score(response, answer, answer_zh)  # a bug raises: rewards.trl_rewards is the boundary
     if value > 0 or not llm_judge or not isinstance(response, str) or not isinstance(answer, str):
         return value
     from rewards.llm_judge import judge_answer

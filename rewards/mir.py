@@ -15,69 +15,107 @@ _LETTER = r"\(?([A-Za-z])\)?"
 _NOT_A_WORD = r"(?![A-Za-z0-9'’])"
 # A lowercase letter followed by a lowercase word is the article "a" / pronoun "i", not an option.
 _WORD_AFTER = re.compile(r"\)?\s+[a-z]{2,}")
+# Cue words end on a word boundary, in any number: "choices, C" must not read as the letter "s".
 _STRONG_CUE = re.compile(
-    r"(?:your\s+option|final\s+answer|correct\s+(?:answer|option|choice)|\banswer)"
-    r"\s*(?:is|should\s+be|would\s+be|[:：=\-])?\s*(?:option\s+)?[*_]*" + _LETTER + _NOT_A_WORD,
+    r"(?:your\s+(?:option|choice|answer)|final\s+answer|correct\s+(?:answer|option|choice)|\banswer)s?\b"
+    r"\s*(?:is|are|should\s+be|would\s+be|[:：=\-])?\s*(?:option\s+)?[*_]*" + _LETTER + _NOT_A_WORD,
     re.IGNORECASE,
 )
-_WEAK_CUE = re.compile(r"\b(?:option|choice)\s*[:：]?\s*" + _LETTER + _NOT_A_WORD, re.IGNORECASE)
+_WEAK_CUE = re.compile(r"\b(?:option|choice)s?\b\s*[:：]?\s*" + _LETTER + _NOT_A_WORD, re.IGNORECASE)
+# "C is correct", "D is the closest", "C fits best": a capital letter given a verdict.
+_VERDICT = re.compile(
+    r"(?<![A-Za-z0-9'’])\(?([A-Z])\)?\s+(?:is|seems|looks|fits|matches|would\s+be)\s+(?:the\s+)?(?:most\s+)?"
+    r"(?:correct|right|best|answer|closest|likely|fit|match)\b")
 _PAREN = re.compile(r"(?<![A-Za-z])\(([A-Za-z])\)")
 _LAST_BARE = re.compile(r"(?:^|[\s>:*(\[])([A-Za-z])[).\]*]*\s*$")
 _ONLY_LETTER = re.compile(r"^[\s*_(\[{]*([A-Za-z])[\s*_)\]}.]*$")
+_OPTION_PREFIX = re.compile(r"^\s*\(?([A-Za-z])\s*[).:：]")
 
 
-def _from_block(block: str) -> str | None:
+def option_letters(options: object) -> frozenset[str] | None:
+    """Letters of a record's ``options`` (``["A. x", …]`` or ``{"A": "x"}``); None when unknown.
+
+    >>> sorted(option_letters(["A. red", "B. blue"])), sorted(option_letters({"a": 1, "B": 2}))
+    (['A', 'B'], ['A', 'B'])
+    """
+    if isinstance(options, dict):
+        keys = [k.strip().upper() for k in options if isinstance(k, str) and len(k.strip()) == 1]
+    elif isinstance(options, (list, tuple)):
+        keys = [m.group(1).upper() for m in (_OPTION_PREFIX.match(o) for o in options if isinstance(o, str)) if m]
+    else:
+        return None
+    return frozenset(k for k in keys if k.isalpha()) or None
+
+
+def _valid(letter: str | None, valid: frozenset[str] | None) -> str | None:
+    if letter is None:
+        return None
+    letter = letter.upper()
+    return letter if valid is None or letter in valid else None
+
+
+def _from_block(block: str, valid: frozenset[str] | None) -> str | None:
     only = _ONLY_LETTER.match(block)
     if only:
-        return only.group(1).upper()
-    return _from_text(block)
+        return _valid(only.group(1), valid)
+    return _from_text(block, valid)
 
 
-def _from_text(text: str) -> str | None:
+def _last_cue(regex: re.Pattern, tail: str, valid: frozenset[str] | None) -> str | None:
+    chosen = None
+    for cue in regex.finditer(tail):
+        letter = cue.group(1)
+        if ((letter.isupper() and letter != "I") or not _WORD_AFTER.match(tail, cue.end(1))) \
+                and _valid(letter, valid):
+            chosen = letter
+    return _valid(chosen, valid)
+
+
+def _from_text(text: str, valid: frozenset[str] | None) -> str | None:
     text = strip_markup(text)
     boxed = last_boxed(text)
     if boxed is not None:
         only = _ONLY_LETTER.match(boxed[0])
-        if only:
+        if only and _valid(only.group(1), valid):
             return only.group(1).upper()
     tail = text[-4000:]
-    for cue_regex in (_STRONG_CUE, _WEAK_CUE):  # "Your option: B / Reason: option A…" → B
-        chosen = None
-        for cue in cue_regex.finditer(tail):
-            letter = cue.group(1)
-            if (letter.isupper() and letter != "I") or not _WORD_AFTER.match(tail, cue.end(1)):
-                chosen = letter
+    for cue_regex in (_STRONG_CUE, _VERDICT, _WEAK_CUE):  # "Your option: B / Reason: option A…" → B
+        chosen = _last_cue(cue_regex, tail, valid)
         if chosen is not None:
-            return chosen.upper()
-    parens = _PAREN.findall(tail)
+            return chosen
+    parens = [p for p in _PAREN.findall(tail) if _valid(p, valid)]
     if parens:
         return parens[-1].upper()
     bare = _LAST_BARE.search(text[-200:])
     if bare:
         letter = bare.group(1)
         # a lone lowercase "a"/"i" ending a sentence is a word, not an option
-        return letter.upper() if letter.isupper() or letter not in "ai" else None
+        return _valid(letter, valid) if letter.isupper() or letter not in "ai" else None
     return None
 
 
-def extract_option(text: str) -> str | None:
-    """The option letter a response chooses (upper case), or None.
+def extract_option(text: str, options: object = None) -> str | None:
+    """The option letter a response chooses (upper case), or None; never a letter outside
+    ``options`` (the record's, a list or a dict) when they are given.
 
     >>> [extract_option(t) for t in (r"\\boxed{b}", "Your option: C\\nReason: the tower...",
     ...     "Based on the above, the correct answer is D", "I pick (a).", "so it is\\nE",
     ...     "<conclusion>Sales grew most in Q2, so the answer is B.</conclusion>", "no idea")]
     ['B', 'C', 'D', 'A', 'E', 'B', None]
+    >>> extract_option("Among the choices, C fits best."), extract_option("Answer: E", ["A. x", "B. y"])
+    ('C', None)
     """
     if not isinstance(text, str) or not text:
         return None
+    valid = option_letters(options)
     region = after_think(text)
     for tag in ("answer", "conclusion"):
         block = last_tag_block(region, tag)
         if block is not None and block[0].strip():
-            found = _from_block(block[0])
+            found = _from_block(block[0], valid)
             if found:
                 return found
-    return _from_text(region)
+    return _from_text(region, valid)
 
 
 def gold_letter(answer: str) -> str | None:
@@ -92,14 +130,12 @@ def gold_letter(answer: str) -> str | None:
     return only.group(1).upper() if only else extract_option(answer)
 
 
-def score(response: str, answer: str) -> float:
-    """1.0 when the response's option equals the gold letter, else 0.0.
+def score(response: str, answer: str, options: object = None) -> float:
+    """1.0 when the response's option equals the gold letter, else 0.0. ``options`` (the
+    record's) keep extraction inside the record's letters.
 
     >>> score("Answer: (c)", "C"), score("Answer: B", "Based on the above, the correct answer is C")
     (1.0, 0.0)
     """
-    try:
-        gold = gold_letter(answer)
-        return 1.0 if gold is not None and extract_option(response) == gold else 0.0
-    except Exception:  # noqa: BLE001 - a reward must never crash a training step
-        return 0.0
+    gold = gold_letter(answer)
+    return 1.0 if gold is not None and extract_option(response, options) == gold else 0.0

@@ -15,7 +15,7 @@ import functools
 import re
 import unicodedata
 
-from rewards._text import after_think, last_boxed, last_tag_block, strip_markup
+from rewards._text import after_think, last_boxed, last_tag_block, sentences_backwards, strip_markup
 from rewards.cues import LETTER_CUE, last_answer_cue
 from rewards.tir_judge import CHOICE_LETTERS, answer_type, item_task, jigsaw_difficulty
 
@@ -307,6 +307,15 @@ def _read_set(span: str, strong: bool) -> str | None:
     return ", ".join(str(x) for x in dict.fromkeys(found))
 
 
+def jigsaw_numbers_text(span: str) -> str:
+    """A jigsaw answer span without markup and row labels ("Row 2:"): what its numbers are counted in.
+
+    >>> jigsaw_numbers_text("**Row 1:** 2 1")
+    '  2 1'
+    """
+    return _ROW_LABEL.sub(" ", clean(span))
+
+
 def read_jigsaw(text: str, n: int) -> list[int] | None:
     """The LAST run (digits, separators, brackets) holding exactly n² numbers, row labels dropped;
     else the last n² numbers.
@@ -364,11 +373,25 @@ def extract_span(item: dict, response: str) -> tuple[str, str, str]:
     return extract_with_context(item, response)[:3]
 
 
-def extract_with_context(item: dict, response: str, region: str | None = None) -> tuple[str, str, str, str]:
+def item_facts(item: dict) -> tuple[str, str, int | None]:
+    """``(kind, prompt, n)`` of an item: its answer kind, its prompt text ("" when missing) and, for
+    a jigsaw, n of the n×n grid (read leniently). Computed once per scoring and passed down.
+
+    >>> item_facts({"task": "jigsaw", "answer": "[2, 1, 4, 3]", "meta_data": {"difficulty": "2"}})
+    ('jigsaw', '', 2)
+    """
+    kind = answer_kind(item_task(item), str(item.get("answer")))
+    prompt = item.get("prompt")
+    return kind, prompt if isinstance(prompt, str) else "", jigsaw_difficulty(item) if kind == "jigsaw" else None
+
+
+def extract_with_context(item: dict, response: str, region: str | None = None,
+                         facts: tuple[str, str, int | None] | None = None) -> tuple[str, str, str, str]:
     """``extract_span`` plus the answer's paragraph (the block, or from the cue / the last
     paragraph up to a blank line), where strict scoring looks for hedging.
 
-    ``region`` is ``after_think(response)`` when the caller has it already.
+    ``region`` is ``after_think(response)`` and ``facts`` is ``item_facts(item)`` when the caller
+    has them already.
 
     >>> extract_with_context({"task": "x", "answer": "B"}, "Answer: B\\nA\\nC\\n\\nBye")[3]
     'B\\nA\\nC'
@@ -377,18 +400,17 @@ def extract_with_context(item: dict, response: str, region: str | None = None) -
         return "", "", "none", ""
     if region is None:
         region = after_think(response)
-    found = _extract_from(item, region)
+    facts = facts or item_facts(item)
+    found = _extract_from(facts, region)
     if found[2] == "tail" and found[0] is None and region is not response:
-        found = _extract_from(item, response)  # the answer was stated inside <think> only
+        found = _extract_from(facts, response)  # the answer was stated inside <think> only
     if found[0] is None:
         return clean(found[1]), found[1], found[2], found[3]
     return found
 
 
-def _extract_from(item: dict, region: str) -> tuple[str | None, str, str, str]:
-    kind = answer_kind(item_task(item), str(item.get("answer")))
-    prompt = item.get("prompt") if isinstance(item.get("prompt"), str) else ""
-    n = jigsaw_difficulty(item) if kind == "jigsaw" else None
+def _extract_from(facts: tuple[str, str, int | None], region: str) -> tuple[str | None, str, str, str]:
+    kind, prompt, n = facts
 
     span, source, start = None, "none", 0
     block = last_tag_block(region, "answer")
@@ -437,7 +459,7 @@ def _tail_sentences(region: str, limit: int = 6) -> list[str]:
     for line in reversed(region[-_TAIL_WINDOW:].splitlines()):
         if not line.strip():
             continue
-        for sentence in reversed(_SENTENCE_SPLIT.split(line.strip())):
+        for sentence in sentences_backwards(line.strip()):
             if sentence.strip() and not _META_SENTENCE.match(sentence):
                 out.append(sentence)
                 if len(out) >= limit:

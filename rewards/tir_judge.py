@@ -262,18 +262,28 @@ def jigsaw_sequence(text: str, n: int) -> list[int] | None:
     return None
 
 
-def jigsaw_difficulty(item: dict) -> int | None:
+def jigsaw_difficulty(item: dict, official: bool = False) -> int | None:
     """``n`` of an n×n jigsaw from ``metadata`` (checked first, as upstream) or ``meta_data``.
 
-    >>> jigsaw_difficulty({"meta_data": {"difficulty": 3}})
+    ``official``: as upstream, a float that is a whole number works (``3.0``: n² = 9.0 still equals
+    a count of 9) and a string does not (``"3"``: upstream's ``n * n`` fails, the item scores 0).
+    Otherwise (strict/reward mode) a digit string is read leniently.
+
+    >>> jigsaw_difficulty({"meta_data": {"difficulty": 3.0}}, official=True)
     3
+    >>> jigsaw_difficulty({"meta_data": {"difficulty": "3"}}, official=True) is None
+    True
+    >>> jigsaw_difficulty({"metadata": {"difficulty": 2}, "meta_data": {"difficulty": 3}})
+    2
     """
     meta = item.get("metadata") if "metadata" in item else item.get("meta_data")
     n = meta.get("difficulty") if isinstance(meta, dict) else None
     if isinstance(n, bool):
         return None
-    if isinstance(n, str) and n.strip().isdigit():
-        n = int(n)  # lenient: upstream would fail on a string here (never in the real file)
+    if isinstance(n, float):
+        n = int(n) if n.is_integer() and abs(n) <= 64 else None  # 2.5: n² = 6.25 never equals a count
+    elif isinstance(n, str):
+        n = int(n) if not official and n.strip().isdigit() else None
     return n if isinstance(n, int) and 0 < n <= 64 else None
 
 

@@ -5,12 +5,18 @@ Column contract (GRPO datasets): ``data_source`` names the benchmark (``tir_benc
 needs. A benchmark reward returns None for rows of another source, and None (with one logged
 warning) when ``reward_info`` is missing or malformed: the row gets no signal rather than a
 wrong one. Completions may be strings or conversations (scored on the last assistant message).
-No function here raises on any completion or column value.
+
+Errors: the scorers let their bugs raise; this module is the boundary. A row whose scoring raises
+gets None (TRL leaves it out), counts in ``rewards/<name>/errors`` (sent through TRL's
+``log_metric`` keyword, and kept in ``ERROR_COUNTS``) and logs one warning per reward. With
+``LOOKCLOSER_REWARD_ERRORS=raise`` (the test suite sets it) the error propagates instead.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +28,37 @@ logger = logging.getLogger(__name__)
 RewardFunc = Callable[..., list]
 CORRECT_THRESHOLD = 1.0  # tool_use: "correct" means full credit (fractional tasks included)
 _warned: set[str] = set()
+ERROR_COUNTS: Counter = Counter()  # rows whose scoring raised, by reward name (this process)
+RAISE_ENV = "LOOKCLOSER_REWARD_ERRORS"
+
+
+def errors_raise() -> bool:
+    """Whether scorer errors propagate (``LOOKCLOSER_REWARD_ERRORS=raise``) instead of giving None."""
+    return os.environ.get(RAISE_ENV, "").strip().lower() in ("raise", "1", "true")
+
+
+def _scorer_error(name: str, err: Exception) -> None:
+    """The boundary's handling of a scorer that raised: re-raise under tests, else count and warn once."""
+    if errors_raise():
+        raise err
+    ERROR_COUNTS[name] += 1
+    _warn_once(f"error:{name}", f"reward {name!r} raised {type(err).__name__}: {err}; such rows get None and "
+                                f"count in rewards/{name}/errors (this warning is shown once)")
+
+
+def _guarded(name: str, func: Callable, *args: Any, **kwargs: Any) -> Any:
+    """``func(*args, **kwargs)``, or None when it raised (the boundary's handling, see the module notes)."""
+    try:
+        return func(*args, **kwargs)
+    except Exception as err:  # noqa: BLE001 - the reward boundary: counted, warned, re-raised under tests
+        _scorer_error(name, err)
+        return None
+
+
+def _log_errors(name: str, columns: dict, before: int) -> None:
+    log_metric = columns.get("log_metric")  # TRL >= 1.x passes it to reward functions
+    if callable(log_metric):
+        log_metric(f"rewards/{name}/errors", float(ERROR_COUNTS[name] - before))
 
 
 def normalize_source(value: Any) -> str:
@@ -58,38 +95,45 @@ def _info(columns: dict, i: int) -> dict | None:
     return info
 
 
-def score_row(source: str, text: str, info: dict, tir_mode: str = "strict") -> float | None:
-    """Benchmark score of one completion text, or None when ``info`` lacks what is needed.
+def score_row(source: str, text: str, info: dict, tir_mode: str = "strict", name: str = "accuracy") -> float | None:
+    """Benchmark score of one completion text, or None when ``info`` lacks what is needed or the
+    scorer raised (counted under ``name``, see the module notes).
 
     >>> score_row("mir", "Answer: B", {"answer": "B"}), score_row("mir", "B", {}) is None
     (1.0, True)
     """
     try:
-        if source == "tir_bench":
-            return tir_bench.score(info, text, tir_mode) if "answer" in info else None
-        if source == "mir":
-            gold = info.get("answer", info.get("conclusion"))
-            return mir.score(text, gold) if isinstance(gold, str) else None
-        if source == "disbench":
-            gold = info.get("answer")
-            if isinstance(gold, str):  # JSON text of a list, or one id (kept as text: "0012" stays "0012")
-                parsed = parse_json_field(gold)
-                gold = parsed if isinstance(parsed, list) else [gold]
-            elif isinstance(gold, int):
-                gold = [gold]
-            return disbench.score(text, gold) if isinstance(gold, (list, tuple)) else None
-        if source == "imagemining":
-            answer, answer_zh = info.get("answer"), info.get("answer_zh")
-            if not isinstance(answer, str):
-                return None
-            return imagemining.score(text, answer, answer_zh if isinstance(answer_zh, str) else None)
-    except Exception:  # noqa: BLE001 - never crash a training step
-        return 0.0
+        return _score_row(source, text, info, tir_mode)
+    except Exception as err:  # noqa: BLE001 - the reward boundary: counted, warned, re-raised under tests
+        _scorer_error(name, err)
+        return None
+
+
+def _score_row(source: str, text: str, info: dict, tir_mode: str) -> float | None:
+    if source == "tir_bench":
+        return tir_bench.score(info, text, tir_mode) if "answer" in info else None
+    if source == "mir":
+        gold = info.get("answer", info.get("conclusion"))
+        return mir.score(text, gold, info.get("options")) if isinstance(gold, str) else None
+    if source == "disbench":
+        gold = info.get("answer")
+        if isinstance(gold, str):  # JSON text of a list, or one id (kept as text: "0012" stays "0012")
+            parsed = parse_json_field(gold)
+            gold = parsed if isinstance(parsed, list) else [gold]
+        elif isinstance(gold, int):
+            gold = [gold]
+        return disbench.score(text, gold) if isinstance(gold, (list, tuple)) else None
+    if source == "imagemining":
+        answer, answer_zh = info.get("answer"), info.get("answer_zh")
+        if not isinstance(answer, str):
+            return None
+        return imagemining.score(text, answer, answer_zh if isinstance(answer_zh, str) else None)
     return None
 
 
-def _benchmark_reward(only: str | None, tir_mode: str = "strict") -> RewardFunc:
+def _benchmark_reward(name: str, only: str | None, tir_mode: str = "strict") -> RewardFunc:
     def reward(completions: list, **columns: Any) -> list[float | None]:
+        before = ERROR_COUNTS[name]
         out: list[float | None] = []
         for i, completion in enumerate(completions or []):
             source = normalize_source(_column(columns, "data_source", i))
@@ -97,7 +141,9 @@ def _benchmark_reward(only: str | None, tir_mode: str = "strict") -> RewardFunc:
                 out.append(None)
                 continue
             info = _info(columns, i)
-            out.append(None if info is None else score_row(source, completion_text(completion), info, tir_mode))
+            out.append(None if info is None
+                       else score_row(source, completion_text(completion), info, tir_mode, name=name))
+        _log_errors(name, columns, before)
         return out
 
     return reward
@@ -115,7 +161,10 @@ def format_reward(completions: list, **columns: Any) -> list[float]:
     >>> format_reward(["<think>x</think><answer>B</answer>", "B"])
     [1.0, 0.0]
     """
-    return [format_score(completion_text(c)) for c in (completions or [])]
+    before = ERROR_COUNTS["format"]
+    out = [_guarded("format", lambda c: format_score(completion_text(c)), c) for c in (completions or [])]
+    _log_errors("format", columns, before)
+    return out
 
 
 def make_tool_use_reward(cap: int = 1, threshold: float = CORRECT_THRESHOLD) -> RewardFunc:
@@ -127,12 +176,15 @@ def make_tool_use_reward(cap: int = 1, threshold: float = CORRECT_THRESHOLD) -> 
     [1.0, 0.0]
     """
     def tool_use(completions: list, **columns: Any) -> list[float | None]:
+        before = ERROR_COUNTS["tool_use"]
         out: list[float | None] = []
         for i, completion in enumerate(completions or []):
             source = normalize_source(_column(columns, "data_source", i))
             info = _info(columns, i) if source else None
-            value = None if info is None else score_row(source, completion_text(completion), info)
-            out.append(None if value is None else tool_use_bonus(completion, value >= threshold, cap))
+            value = None if info is None else score_row(source, completion_text(completion), info, name="tool_use")
+            out.append(None if value is None
+                       else _guarded("tool_use", tool_use_bonus, completion, value >= threshold, cap))
+        _log_errors("tool_use", columns, before)
         return out
 
     return _named("tool_use", tool_use, make_tool_use_reward.__doc__.split("\n")[0])
@@ -152,14 +204,17 @@ def make_overlong_reward(max_length: int = 4096, buffer: int = 1024, chars_per_t
     >>> f(["a", "b"], completion_ids=[[1] * 6, [1] * 8])
     [0.0, -0.5]
     """
-    def overlong(completions: list, **columns: Any) -> list[float]:
+    def row(completion: Any, row_ids: Any) -> float:
+        length, unit = _length(completion, row_ids)
+        scale = 1 if unit == "tokens" else chars_per_token
+        return overlong_penalty(length, max_length * scale, buffer * scale)
+
+    def overlong(completions: list, **columns: Any) -> list[float | None]:
+        before = ERROR_COUNTS["overlong"]
         ids = columns.get("completion_ids")
-        out = []
-        for i, completion in enumerate(completions or []):
-            row_ids = ids[i] if isinstance(ids, (list, tuple)) and i < len(ids) else None
-            length, unit = _length(completion, row_ids)
-            scale = 1 if unit == "tokens" else chars_per_token
-            out.append(overlong_penalty(length, max_length * scale, buffer * scale))
+        out = [_guarded("overlong", row, completion, ids[i] if isinstance(ids, (list, tuple)) and i < len(ids) else None)
+               for i, completion in enumerate(completions or [])]
+        _log_errors("overlong", columns, before)
         return out
 
     return _named("overlong", overlong, make_overlong_reward.__doc__.split("\n")[0])
@@ -173,6 +228,7 @@ def make_imagemining_reward(llm_judge: bool = False, **judge_options: Any) -> Re
     [1.0]
     """
     def reward(completions: list, **columns: Any) -> list[float | None]:
+        before = ERROR_COUNTS["imagemining"]
         out: list[float | None] = []
         for i, completion in enumerate(completions or []):
             info = _info(columns, i) if normalize_source(_column(columns, "data_source", i)) == "imagemining" \
@@ -183,22 +239,24 @@ def make_imagemining_reward(llm_judge: bool = False, **judge_options: Any) -> Re
                 continue
             zh = info.get("answer_zh")
             question = info.get("question")
-            out.append(imagemining.score(completion_text(completion), answer, zh if isinstance(zh, str) else None,
-                                         question=question if isinstance(question, str) else None,
-                                         llm_judge=llm_judge, **judge_options))
+            out.append(_guarded("imagemining", imagemining.score, completion_text(completion), answer,
+                                zh if isinstance(zh, str) else None,
+                                question=question if isinstance(question, str) else None,
+                                llm_judge=llm_judge, **judge_options))
+        _log_errors("imagemining", columns, before)
         return out
 
     return _named("imagemining", reward, "ImageMining normalized exact match (+ optional LLM judge).")
 
 
 REGISTRY: dict[str, RewardFunc] = {
-    "tir_bench": _named("tir_bench", _benchmark_reward("tir_bench"), "TIR-Bench, strict mode."),
-    "tir_bench_official": _named("tir_bench_official", _benchmark_reward("tir_bench", "official"),
+    "tir_bench": _named("tir_bench", _benchmark_reward("tir_bench", "tir_bench"), "TIR-Bench, strict mode."),
+    "tir_bench_official": _named("tir_bench_official", _benchmark_reward("tir_bench_official", "tir_bench", "official"),
                                  "TIR-Bench, official mode (for eval parity, not for training)."),
-    "mir": _named("mir", _benchmark_reward("mir"), "MIR option-letter exact match."),
-    "disbench": _named("disbench", _benchmark_reward("disbench"), "DISBench F1 of photo ids."),
+    "mir": _named("mir", _benchmark_reward("mir", "mir"), "MIR option-letter exact match."),
+    "disbench": _named("disbench", _benchmark_reward("disbench", "disbench"), "DISBench F1 of photo ids."),
     "imagemining": make_imagemining_reward(),
-    "accuracy": _named("accuracy", _benchmark_reward(None), "Benchmark score chosen by data_source."),
+    "accuracy": _named("accuracy", _benchmark_reward("accuracy", None), "Benchmark score chosen by data_source."),
     "format": _named("format", format_reward, format_reward.__doc__),
     "tool_use": make_tool_use_reward(),
     "overlong": make_overlong_reward(),

@@ -4,7 +4,7 @@ Point verl's ``custom_reward_function.path`` at this file and ``name`` at ``comp
 ``ground_truth`` is the answer itself or the scorer's info (a dict or JSON text):
 tir_bench → the official item (or its answer, with ``task``/``prompt``/``meta_data`` in
 ``extra_info``); mir → the letter or conclusion; disbench → the id list; imagemining → the answer
-(``answer_zh`` may come in ``extra_info``). Unknown sources and bad input score 0.0.
+(``answer_zh`` may come in ``extra_info``). An unknown source raises; bad input scores 0.0.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from typing import Any
 
 from rewards._text import parse_json_field
 from rewards.trl_rewards import normalize_source, score_row
+
+SOURCES = ("tir_bench", "mir", "disbench", "imagemining")
 
 
 def _as_info(source: str, ground_truth: Any, extra_info: dict) -> dict | None:
@@ -34,23 +36,30 @@ def _as_info(source: str, ground_truth: Any, extra_info: dict) -> dict | None:
     return info
 
 
-def compute_score(data_source: Any, solution_str: Any, ground_truth: Any, extra_info: Any = None) -> float:
+def compute_score(data_source: Any, solution_str: Any, ground_truth: Any, extra_info: Any = None,
+                  **kwargs: Any) -> float:
     """Score one verl rollout with the benchmark's scorer (TIR-Bench in strict mode).
+
+    ``kwargs``: what else verl passes (its ``reward_kwargs``, reward-router arguments); unused.
+    An unknown ``data_source`` raises ``ValueError`` (a configuration mistake, not a zero). A scorer
+    that raises counts in ``rewards.trl_rewards.ERROR_COUNTS["verl"]`` with one warning and scores
+    0.0, since verl needs a number (under ``LOOKCLOSER_REWARD_ERRORS=raise`` it propagates).
 
     >>> compute_score("tir_bench", "<answer>B</answer>", "B", {"task": "refcoco", "prompt": "A. x\\nB. y"})
     1.0
-    >>> compute_score("disbench", "<answer>[1, 2]</answer>", ["1", "2", "3", "4"])
+    >>> compute_score("disbench", "<answer>[1, 2]</answer>", ["1", "2", "3", "4"], reward_router_address=None)
     0.6666666666666666
     >>> compute_score("unknown", "x", "y")
-    0.0
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown data_source 'unknown': use one of tir_bench, mir, disbench, imagemining
     """
-    try:
-        source = normalize_source(data_source)
-        extra = extra_info if isinstance(extra_info, dict) else {}
-        text = solution_str if isinstance(solution_str, str) else ""
-        info = _as_info(source, ground_truth, extra)
-        mode = extra.get("tir_mode", "strict") if extra.get("tir_mode") in ("strict", "official") else "strict"
-        value = score_row(source, text, info, mode) if info is not None else None
-        return float(value) if value is not None else 0.0
-    except Exception:  # noqa: BLE001 - never crash a training step
-        return 0.0
+    source = normalize_source(data_source)
+    if source not in SOURCES:
+        raise ValueError(f"unknown data_source {data_source!r}: use one of {', '.join(SOURCES)}")
+    extra = extra_info if isinstance(extra_info, dict) else {}
+    text = solution_str if isinstance(solution_str, str) else ""
+    info = _as_info(source, ground_truth, extra)
+    mode = extra.get("tir_mode", "strict") if extra.get("tir_mode") in ("strict", "official") else "strict"
+    value = score_row(source, text, info, mode, name="verl") if info is not None else None
+    return float(value) if value is not None else 0.0

@@ -15,6 +15,8 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 os.environ.setdefault("WANDB_MODE", "disabled")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing in the tests may reach a hub
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# A scorer bug must fail the tests, not turn into a silent None/0 at the reward boundary (rewards.trl_rewards).
+os.environ.setdefault("LOOKCLOSER_REWARD_ERRORS", "raise")
 
 
 @pytest.fixture(scope="session")

@@ -205,3 +205,44 @@ def test_transformers_embedder_plumbing(disbench, tmp_path):
     np.testing.assert_allclose(np.linalg.norm(env._index.vectors, axis=1), 1.0, rtol=1e-5)
     result = env.image_search(query="a dark photo", top_k=2)
     assert len(re.findall(r"u2p\d", result)) == 2 and env.tool_errors == 0
+
+
+def test_upstream_tool_names_run_the_same_tools(env, disbench, tmp_path):
+    """Issue 12.7: DISBench's agent calls ImageSearch, GetMetadata, FilterMetadata, ViewPhotos, WebSearch."""
+    import inspect
+
+    from agent.environments import tool_schemas
+    from agent.photo_env import ImageSeekerEnv
+
+    upstream = {"ImageSearch", "GetMetadata", "FilterMetadata", "ViewPhotos", "WebSearch"}
+    ours = {"image_search", "get_metadata", "filter_metadata", "view_photos", "web_search"}
+    shown = {s["function"]["name"] for s in tool_schemas(ImageSeekerEnv)}
+    assert shown == upstream | {"save_subset", "fetch_page"}  # one spelling per prompt
+    trl_sees = {n for n, _ in inspect.getmembers(ImageSeekerEnv, inspect.isfunction) if not n.startswith("_")}
+    assert trl_sees - {"reset", "get_reward"} == shown  # what TRL's environment_factory exposes
+    assert ours <= {s["function"]["name"] for s in tool_schemas(PhotoCollectionEnv)}
+    seeker = ImageSeekerEnv(embedder=embedders.ColorHashEmbedder(), cache_dir=str(tmp_path / "seeker"))
+    for e in (env, seeker):  # each env takes both spellings in a call
+        start(e, disbench)
+        london = disbench["events"]["london_2019"]
+        search = e._call_tool("ImageSearch", {"query": "blue photos", "top_k": 6})
+        assert search == e._call_tool("image_search", {"query": "blue photos", "top_k": 6})
+        assert set(ids_in(search)) == set(london)
+        assert e._call_tool("GetMetadata", {"photo_ids": london[:2]}) == \
+            e._call_tool("get_metadata", {"photo_ids": london[:2]})
+        assert set(ids_in(e._call_tool("FilterMetadata", {"place": "Paris"}))) == \
+            set(ids_in(e._call_tool("filter_metadata", {"place": "Paris"})))
+        assert len([b for b in e._call_tool("ViewPhotos", {"photo_ids": london[:2]}) if b["type"] == "image"]) == 2
+        assert is_error(e._call_tool("WebSearch", {"query": "eiffel tower"}))  # no backend: an observation
+        assert e.tool_calls == 8 and e.tool_errors == 1  # each call counted once, under either name
+    assert seeker.GetMetadata(photo_ids=london[:1]) == env.get_metadata(photo_ids=london[:1])
+
+
+def test_image_search_within_a_saved_subset(env, disbench):
+    start(env, disbench)
+    london, paris = disbench["events"]["london_2019"], disbench["events"]["paris_2020"]
+    env.save_subset(name="paris", photo_ids=paris)
+    hits = ids_in(env.image_search(query="blue photos", top_k=6, subset="paris"))
+    assert hits and set(hits) <= set(paris) and not set(hits) & set(london)
+    assert "in subset 'paris'" in env._call_tool("ImageSearch", {"query": london[0], "top_k": 3, "subset": "paris"})
+    assert "no subset named" in env.image_search(query="blue photos", subset="nope")

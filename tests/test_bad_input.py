@@ -89,7 +89,7 @@ def test_the_script_prints_one_clear_line(mir_copy):
          "--output_dir", str(mir_copy.parent / "out")],
         check=False, cwd=REPO, capture_output=True, text=True, timeout=300,
     )
-    assert proc.returncode == 1
+    assert proc.returncode == 2  # a user's mistake: exit 2, as argparse does
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("error: ") and "record 'colour_001', field 'options'" in last
     assert "Traceback" not in proc.stderr

@@ -99,4 +99,5 @@ def test_default_recipe_plans_the_paper_curriculum():
     # GRPO closes the curriculum from stage 4's checkpoint, with its own recipe (no SFT defaults).
     grpo = stages[-1]
     assert grpo.script == "train/grpo.py" and grpo.config["model_name_or_path"] == str(stages[4].output_dir)
-    assert "faithful_upstream" not in grpo.config and grpo.config["environment"] == "tir_bench"
+    # recipes/grpo_synthetic.yaml trains with the crop tool
+    assert "faithful_upstream" not in grpo.config and grpo.config["environment"] == "crop"

@@ -107,3 +107,23 @@ def test_sampling_a_model_through_the_agent_loop(records, tmp_path, capsys):
     assert [x["id"] for x in lines] == [r["id"] for r in records[:3]]
     assert all(len(x["predictions"]) == 2 and all(isinstance(p, str) for p in x["predictions"]) for x in lines)
     assert set(load_output(out)["n_samples"]) == {2}
+
+
+def test_sampling_prompt_matches_upstream_vlm_infer():
+    """Issue 12.8: upstream ends with an ``Options:`` line and one option per line; dict values via json.dumps."""
+    from data_builders.difficulty import sampling_prompt
+
+    record = {"question": "Which is faster, <image> or <image>?", "options": ["A. the car", "B. the bike"]}
+    content = sampling_prompt(record)["content"]
+    assert [b["type"] for b in content] == ["text", "image", "text", "image", "text", "text"]
+    assert [b["text"] for b in content if b["type"] == "text"][:3] == ["Which is faster,", "or", "?"]
+    assert content[-1]["text"] == ("Please select the most likely answer from the following options:\nOptions:\n"
+                                   "A. the car\nB. the bike\nRespond in the following format:\nYour option: ...\n"
+                                   "Reason: ...")
+    as_dict = sampling_prompt({"question": "<image> Odd one?", "options": {"A": "red", "B": {"x": 1}, "C": 3}})
+    assert as_dict["content"][-1]["text"].splitlines()[1:5] == ["Options:", 'A: "red"', 'B: {"x": 1}', "C: 3"]
+
+
+def test_pass_rate_reads_only_the_records_letters():
+    assert pass_rate(["The answer is E. So B."], "B") == 0.0
+    assert pass_rate(["The answer is E. So B."], "B", ["A. x", "B. y"]) == 1.0

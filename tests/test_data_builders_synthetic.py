@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import random
 from pathlib import Path
 
@@ -208,3 +209,43 @@ def test_collator_equals_trls_on_records_without_tools():
     assert ours.keys() == theirs.keys()
     for key in theirs:
         assert torch.equal(ours[key], theirs[key]), key
+
+
+def _colour_pixels(img: Image.Image, rgb: tuple[int, int, int], tol: int = 60) -> int:
+    """Pixels within ``tol`` (per channel) of a shape colour: how much of it the model gets to see."""
+    return sum(1 for p in img.convert("RGB").getdata() if all(abs(a - b) <= tol for a, b in zip(p, rgb)))
+
+
+def test_visual_search_is_unreadable_at_the_models_input_and_readable_in_a_crop(tiny_model_dir, tmp_path):
+    """Sized from the tiny model's own processor budget: the target colour covers a couple of pixels of the
+    picture the model sees, beside every other option colour; the oracle's crop of the named cell shows it
+    at ~9x the area and alone."""
+    from agent.environments import ENVIRONMENTS
+    from agent.images import fit_under_budget
+    from agent.models import load_processor
+    from data_builders.synthetic import COLOURS, SEARCH_COLOURS, search_sizes
+
+    budget = load_processor(str(tiny_model_dir)).image_processor.size["longest_edge"]
+    cfg = SyntheticConfig(seed=3, tasks=("visual_search",), model_pixels=budget)
+    from train.grpo_data import BUNDLED_IMAGES
+
+    build_synthetic(BUNDLED_IMAGES, tmp_path / "out", 6, cfg, progress=False, environment="crop")
+    records = json.loads((tmp_path / "out/TIR-Bench.json").read_text())
+    canvas, side = search_sizes(cfg)
+    assert side * math.isqrt(budget) / canvas == pytest.approx(cfg.search_shape_px)
+    for record in records:
+        meta = record["meta_data"]
+        gold = COLOURS[meta["colour"]]
+        path = tmp_path / "out" / record["image_1"]
+        image = Image.open(path)
+        seen = image.resize(fit_under_budget(*image.size, budget), Image.Resampling.BICUBIC)
+        env = ENVIRONMENTS["crop"]()
+        env.reset(images=[str(path)])
+        result = env.crop(image_index=0, box=meta["box"])
+        crop = result[0]["image"]
+        crop = crop.resize(fit_under_budget(*crop.size, budget), Image.Resampling.BICUBIC)
+        at_input, in_crop = _colour_pixels(seen, gold), _colour_pixels(crop, gold)
+        assert at_input <= 12 and in_crop >= 25 and in_crop >= 5 * at_input, (record["id"], at_input, in_crop)
+        others = [COLOURS[name] for name in SEARCH_COLOURS if name != meta["colour"]]
+        assert all(_colour_pixels(crop, c, tol=30) == 0 for c in others)  # alone in its cell
+        assert record["answer"] == "ABCDEF"[SEARCH_COLOURS.index(meta["colour"])]  # fixed colour order

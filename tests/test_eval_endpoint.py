@@ -177,8 +177,9 @@ def test_resume_continues_after_an_interrupted_run(fixtures, tmp_path):
             fh.write(json.dumps({"id": items[9].id, "status": "ok", "response": gold_response(items[9])})[:40])
         cfg.limit = None
         metrics = evaluate(cfg)["benchmarks"]["imagemining"]
-        with pytest.raises(EvalError, match="holds predictions of model"):
-            evaluate(_config(fixtures, tmp_path, benchmarks="imagemining", model="http://127.0.0.1:1/v1"))
+        with pytest.raises(EvalError, match="holds predictions of another model or settings"):
+            evaluate(_config(fixtures, tmp_path, benchmarks="imagemining", model=endpoint.url,
+                             served_model_name="another-model"))
     assert sorted(asked[:9]) == sorted(it.id for it in items[:9])
     assert sorted(asked[9:]) == sorted(it.id for it in items[9:])  # the torn one ran again, the done ones did not
     assert metrics["n"] == 14 and metrics["n_failed"] == 0 and metrics["overall"]["accuracy"] == 1.0

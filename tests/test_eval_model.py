@@ -1,8 +1,8 @@
 """python -m eval on a local checkpoint made by the README's main job (train/sft.py + recipes/mir_stage1.yaml).
 
 The default test trains a 2-step version in-process and evaluates it end to end on the embedded
-default (bundled fixtures, all four benchmarks, with their tools). The slow learning check runs the
-main job as is (60 epochs) and asserts MIR accuracy on the bundled sample goes from chance to >= 90%.
+default (bundled fixtures, all four benchmarks). The slow learning check runs the main job as is
+(60 epochs) and asserts MIR accuracy with stage-1 prompts on held-out records is >= 90%.
 """
 
 from __future__ import annotations
@@ -41,6 +41,10 @@ def test_main_job_checkpoint_evaluates_end_to_end(tiny_model_dir, tmp_path):
     assert set(bench) == BENCHMARKS
     assert all(m["n"] == 2 and m["n_failed"] == 0 for m in bench.values()), {k: m["failed"] for k, m in bench.items()}
     assert "bundled fixtures" in metrics["run"]["data"]
+    # Prompted as the checkpoint was trained (its lookcloser_prompting.json): stage-1 MIR prompt, no tools.
+    prompting = metrics["run"]["prompting"]
+    assert "lookcloser_prompting.json" in prompting and "mir_prompt_stage=1" in prompting
+    assert "lookcloser_prompting.json" in (out / "report.md").read_text()
     assert bench["tir_bench"]["agent"]["stop_reasons"] and bench["disbench"]["agent"]["mean_turns"] >= 1
     for name in ("tir_bench", "mir", "disbench", "imagemining"):
         records = [json.loads(line) for line in (out / name / "predictions.jsonl").read_text().splitlines()]
@@ -57,18 +61,30 @@ def test_main_job_checkpoint_evaluates_end_to_end(tiny_model_dir, tmp_path):
 
 @pytest.mark.slow
 def test_learning_check_mir_accuracy_rises_from_chance_to_90_percent(tiny_model_dir, tmp_path):
-    """The main job (60 epochs of stage-1 SFT on the 64-record sample), evaluated as trained.
+    """The main job (60 epochs of stage-1 SFT on the bundled 64 records), evaluated as trained on
+    64 records it never saw (sample_mir seed 7): reading the stage-1 reference context.
 
-    Chance on the sample is 37.5% (half 4-option, half 2-option questions); the untrained model
-    answers nothing parsable. Measured: 95.3% after training (61/64; the misses are counting
-    questions), 0% before.
+    Chance is 37.5% (half 4-option, half 2-option questions). Controls: the same run at learning
+    rate 0 fails the assertion. The gray-image run stays far above chance, and that is the point of
+    it: the stage-1 context states the answer, so the main job learns to read, not to look
+    (tests/test_learning_pixels.py holds the curriculum's pixel check).
     """
-    recipe = ["recipes/eval_mir_stage1.yaml", "--data-root", "data/mir_sample"]
-    before = eval_main([*recipe, "--model", str(tiny_model_dir), "--out", str(tmp_path / "before")])
+    from data_builders.sample_mir import generate_sample
+
+    held_out = generate_sample(tmp_path / "held_out", per_family=16, seed=7).parent
+    recipe = ["recipes/eval_mir_stage1.yaml", "--data-root", str(held_out)]
+
+    def accuracy(model, name, *extra):
+        metrics = eval_main([*recipe, "--model", str(model), "--out", str(tmp_path / name), *extra])
+        assert metrics["benchmarks"]["mir"]["n"] == 64 and metrics["benchmarks"]["mir"]["n_failed"] == 0
+        return metrics["benchmarks"]["mir"]["overall"]["accuracy"]
+
     checkpoint = _train(tiny_model_dir, tmp_path / "mir_stage1")
-    after = eval_main([*recipe, "--model", checkpoint, "--out", str(tmp_path / "after")])
-    accuracy_before = before["benchmarks"]["mir"]["overall"]["accuracy"]
-    accuracy_after = after["benchmarks"]["mir"]["overall"]["accuracy"]
-    assert after["benchmarks"]["mir"]["n"] == 64 and after["benchmarks"]["mir"]["n_failed"] == 0
-    assert accuracy_before <= 0.5, accuracy_before
-    assert accuracy_after >= 0.9, accuracy_after
+    frozen = _train(tiny_model_dir, tmp_path / "lr0", "--learning_rate", "0")
+    trained, untrained, gray = accuracy(checkpoint, "after"), accuracy(frozen, "lr0"), accuracy(
+        checkpoint, "gray", "--gray_images", "true")
+    assert trained >= 0.9, trained
+    assert not untrained >= 0.9, untrained
+    # Stage-1 prompts carry the answer in text: without the pixels most answers survive (measured 81% vs
+    # 94%), so this check is about reading the context, not about looking.
+    assert gray > 0.375 + 0.15, gray

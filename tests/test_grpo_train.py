@@ -146,7 +146,8 @@ def test_bad_tool_calls_become_error_observations_in_trl_loop(tiny_model_dir, tm
         "recipes/grpo_synthetic.yaml", "--model_name_or_path", str(tiny_model_dir), "--output_dir", str(tmp_path),
         "--max_steps", "1", "--per_device_train_batch_size", "2", "--num_generations", "2",
         "--max_tool_calling_iterations", "6", "--max_images", "2", "--max_turn_tokens", "128",
-        "--max_completion_length", "1024", "--max_prompt_length", "8192", "--filter_groups", "false")
+        "--max_completion_length", "1024", "--max_prompt_length", "8192", "--filter_groups", "false",
+        "--environment", "tir_bench")
     trainer = LookcloserGRPOTrainer(
         model=str(tiny_model_dir), reward_funcs=grpo.build_reward_funcs(script, config), args=config,
         train_dataset=Dataset.from_list(rows), processing_class=load_processor(str(tiny_model_dir)),
@@ -259,6 +260,7 @@ def test_short_run_logs_metrics_and_an_image_table_to_wandb_offline(tiny_model_d
     script, config, model_args = grpo.parse_args([
         "recipes/grpo_synthetic.yaml", "--model_name_or_path", str(tiny_model_dir), "--output_dir",
         str(tmp_path / "run"), "--synthetic_count", "6", "--synthetic_canvas_size", "384", "--max_steps", "2",
+        "--cold_start_steps", "0",
         "--per_device_train_batch_size", "4", "--num_generations", "2", "--max_turn_tokens", "24",
         "--max_completion_length", "64", "--max_prompt_length", "1960", "--rollout_chunk_size", "3",
         "--report_to", "wandb", "--run_name", "grpo-offline", *FAST[:-4]])

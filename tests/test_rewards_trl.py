@@ -110,8 +110,11 @@ def test_verl_compute_score():
     assert compute_score("mir", "Answer: C", "C") == 1.0
     assert compute_score("disbench", '<answer>["1"]</answer>', json.dumps(["1", "2"])) == pytest.approx(2 / 3)
     assert compute_score("imagemining", "<answer>红色</answer>", "Red", {"answer_zh": "红色"}) == 1.0
-    assert compute_score("unknown", "x", "y") == 0.0
-    assert compute_score(None, None, None, "junk") == 0.0
+    with pytest.raises(ValueError, match="unknown data_source"):  # issue 12: a config mistake, not a zero
+        compute_score("unknown", "x", "y")
+    with pytest.raises(ValueError, match="unknown data_source"):
+        compute_score(None, None, None, "junk")
+    assert compute_score("mir", None, None, "junk") == 0.0  # bad input for a known source still scores 0
 
 
 def test_light_import_without_torch_transformers_trl():

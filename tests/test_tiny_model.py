@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import torch
 from PIL import Image
 
 from agent.models import TINY_MODEL_NAME, load_model, load_processor, resolve_model_path
-from agent.tiny_qwen3_vl import build_tiny_qwen3_vl
+from agent.tiny_qwen3_vl import VERSION, build_tiny_qwen3_vl
 
 
 def _inputs(processor):
@@ -63,7 +64,10 @@ def test_image_costs_few_tokens_and_mixed_batches_work(tiny_model_dir):
     processor = load_processor(str(tiny_model_dir))
     image_pad = processor.tokenizer.convert_tokens_to_ids("<|image_pad|>")
     inputs = _inputs(processor)
-    assert int((inputs["input_ids"] == image_pad).sum()) == 4  # 64x64 px -> 4 LM tokens
+    assert int((inputs["input_ids"] == image_pad).sum()) == 16  # 64x64 px -> upscaled to 128x128 -> 16 LM tokens
+    big = processor(text=[processor.apply_chat_template([{"role": "user", "content": [{"type": "image"}]}],
+                                                       tokenize=False)], images=[[Image.new("RGB", (4000, 3000))]])
+    assert int(big["image_grid_thw"].prod()) <= 128 * 128 // 16 ** 2  # never above 128x128 px: detail is lost
     # A batch mixing a prompt with an image and one without (GRPO does this): None -> [].
     texts = ["<|vision_start|><|image_pad|><|vision_end|>hi", "no image here"]
     batch = processor(text=texts, images=[[Image.new("RGB", (64, 64))], None], return_tensors="pt", padding=True)
@@ -73,5 +77,6 @@ def test_image_costs_few_tokens_and_mixed_batches_work(tiny_model_dir):
 def test_reserved_name_builds_into_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("LOOKCLOSER_CACHE", str(tmp_path))
     path = resolve_model_path(TINY_MODEL_NAME)
-    assert path.startswith(str(tmp_path)) and (tmp_path / "tiny-qwen3-vl" / "config.json").exists()
+    assert path.startswith(str(tmp_path)) and (Path(path) / "config.json").exists()
+    assert Path(path).name == f"tiny-qwen3-vl-v{VERSION}"  # an older definition's cache is never reused
     assert resolve_model_path("Qwen/Qwen3-VL-8B-Instruct") == "Qwen/Qwen3-VL-8B-Instruct"  # untouched

@@ -20,10 +20,11 @@ import logging
 import os
 from dataclasses import dataclass, field
 
-from trl import ModelConfig, ScriptArguments, get_peft_config
+from trl import ModelConfig, ScriptArguments
 
-from train.entry import train_and_save
+from train.entry import peft_config, train_and_save
 from train.grpo_trainer import LookcloserGRPOConfig
+from train.recipes import RecipeError
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +56,9 @@ class GRPOScriptArguments(ScriptArguments):
     synthetic_dir: str | None = field(default=None, metadata={
         "help": "Where synthetic tasks are written (default: output_dir/synthetic_data; reused when settings match)."})
     max_train_samples: int | None = field(default=None, metadata={"help": "Keep only the first N rows."})
+    merge_adapter: bool = field(default=False, metadata={
+        "help": "With use_peft: also write base + LoRA adapter merged into output_dir/merged (a full checkpoint). "
+                "The adapter folder itself loads too (eval, GRPO, the next curriculum stage)."})
     system_prompt: str | None = field(default=None, metadata={
         "help": "None: prompts as in the data; 'default': agent.loop's system prompt (as eval uses); or any text."})
     environment: str = field(default="tir_bench", metadata={
@@ -64,6 +68,10 @@ class GRPOScriptArguments(ScriptArguments):
         "help": "Constructor arguments of the environment, e.g. {\"max_pixels\": 262144} (JSON text or a mapping)."})
     reward_funcs: list[str] = field(default_factory=lambda: ["accuracy", "format", "tool_use"], metadata={
         "help": "Reward names from rewards.REGISTRY; weights are `reward_weights`."})
+    cold_start_steps: int = field(default=0, metadata={
+        "help": "With synthetic tasks: first SFT this many steps on their oracle tool trajectories and start GRPO "
+                "from that checkpoint (cached beside the data; train/grpo_coldstart.py). 0: start from the model."})
+    cold_start_learning_rate: float = field(default=5e-3, metadata={"help": "Learning rate of the cold-start SFT."})
     tool_bonus_cap: int = field(default=1, metadata={
         "help": "tool_use pays min(successful tool results, cap) / cap when the answer is right."})
 
@@ -87,8 +95,8 @@ def build_reward_funcs(script_args: GRPOScriptArguments, training_args: Lookclos
             funcs.extend(get_reward_funcs([name]))
     weights = training_args.reward_weights
     if weights is not None and len(weights) != len(funcs):
-        raise ValueError(f"reward_weights has {len(weights)} values for {len(funcs)} reward_funcs "
-                         f"({', '.join(script_args.reward_funcs)})")
+        raise RecipeError(f"reward_weights has {len(weights)} values for {len(funcs)} reward_funcs "
+                          f"({', '.join(script_args.reward_funcs)})")
     return funcs
 
 
@@ -99,8 +107,8 @@ def environment_factory(script_args: GRPOScriptArguments):
     from agent.environments import ENVIRONMENTS
 
     if script_args.environment not in ENVIRONMENTS:
-        raise ValueError(f"unknown environment {script_args.environment!r}; choose from {sorted(ENVIRONMENTS)} "
-                         "or 'none'")
+        raise RecipeError(f"unknown environment {script_args.environment!r}; choose from {sorted(ENVIRONMENTS)} "
+                          "or 'none'")
     env_cls = ENVIRONMENTS[script_args.environment]
     kwargs = _as_dict(script_args.environment_kwargs)
     return functools.partial(env_cls, **kwargs) if kwargs else env_cls
@@ -115,6 +123,21 @@ def _init_cpu_deepspeed(training_args) -> None:
         deepspeed.init_distributed(dist_backend="gloo")
 
 
+def _cold_start(script_args: GRPOScriptArguments, training_args: LookcloserGRPOConfig, model_args: ModelConfig) -> str:
+    from pathlib import Path
+
+    from train.grpo_coldstart import cold_start
+    from train.grpo_data import synthetic_dataset, synthetic_settings
+
+    if script_args.dataset_path or script_args.dataset_name:
+        raise RecipeError("cold_start_steps trains on the synthetic tasks' oracle trajectories: leave "
+                          "dataset_path and dataset_name unset, or cold-start with train/sft.py first (recipes/tool_curriculum.yaml)")
+    out_dir = script_args.synthetic_dir or str(Path(training_args.output_dir) / "synthetic_data")
+    with training_args.main_process_first(desc="synthetic GRPO tasks"):
+        _, data_dir = synthetic_dataset(out_dir, **synthetic_settings(script_args), return_dir=True)
+    return cold_start(script_args, training_args, model_args, data_dir)
+
+
 def build_trainer(script_args: GRPOScriptArguments, training_args: LookcloserGRPOConfig, model_args: ModelConfig):
     """Model, processor, data, environment and rewards as the recipe says, in a LookcloserGRPOTrainer."""
     from agent.models import load_processor, resolve_model_path
@@ -122,6 +145,8 @@ def build_trainer(script_args: GRPOScriptArguments, training_args: LookcloserGRP
     from train.grpo_trainer import LookcloserGRPOTrainer
 
     _init_cpu_deepspeed(training_args)
+    if script_args.cold_start_steps > 0:
+        model_args.model_name_or_path = _cold_start(script_args, training_args, model_args)
     model_path = resolve_model_path(model_args.model_name_or_path)
     training_args.model_init_kwargs = {
         "dtype": model_args.dtype or "float32",
@@ -141,7 +166,7 @@ def build_trainer(script_args: GRPOScriptArguments, training_args: LookcloserGRP
         args=training_args,
         train_dataset=dataset,
         processing_class=processor,
-        peft_config=get_peft_config(model_args),
+        peft_config=peft_config(model_args),
         environment_factory=environment_factory(script_args),
     )
 
@@ -153,13 +178,30 @@ def main(script_args: GRPOScriptArguments, training_args: LookcloserGRPOConfig, 
         os.environ.setdefault("WANDB_PROJECT", "lookcloser")
 
     trainer = build_trainer(script_args, training_args, model_args)
-    return train_and_save(trainer, training_args.output_dir, training_args.resume_from_checkpoint)
+    out = train_and_save(trainer, training_args.output_dir, training_args.resume_from_checkpoint,
+                          configs=(script_args, model_args), merge_adapter=script_args.merge_adapter)
+    if trainer.accelerator.is_main_process:
+        write_prompting_record(script_args, out)
+    return out
+
+
+def write_prompting_record(script_args: GRPOScriptArguments, out_dir: str) -> None:
+    """How the policy was prompted (system prompt, tools, environment): ``python -m eval`` reads it back."""
+    from agent.checkpoint_prompting import write_prompting
+    from agent.loop import DEFAULT_SYSTEM_PROMPT
+
+    system = {None: "", "default": DEFAULT_SYSTEM_PROMPT}.get(script_args.system_prompt, script_args.system_prompt)
+    tools = bool(script_args.environment) and script_args.environment != "none"
+    record = {"system_prompt": system, "tools": tools}
+    if tools:
+        record["environment"] = script_args.environment
+    write_prompting(out_dir, record)
 
 
 def parse_args(argv: list[str] | None = None):
     from train.recipes import parse_recipe
 
-    return parse_recipe((GRPOScriptArguments, LookcloserGRPOConfig, ModelConfig), argv)
+    return parse_recipe((GRPOScriptArguments, LookcloserGRPOConfig, ModelConfig), argv, description=__doc__)
 
 
 if __name__ == "__main__":

@@ -48,12 +48,14 @@ def resolve_path(path: str | Path) -> Path:
 
 
 def synthetic_dataset(out_dir: str | Path, *, images: str | None = None, count: int = 32, seed: int = 0,
-                      tasks: list[str] | None = None, base_size: int = 256, canvas_size: int = 768):
+                      tasks: list[str] | None = None, base_size: int = 256, canvas_size: int = 768,
+                      environment: str = "tir_bench", return_dir: bool = False):
     """Generate (or reuse) seeded synthetic TIR-format tasks under ``out_dir``; return the GRPO rows.
 
     ``images``: a folder of source pictures; None uses the bundled ``data/mir_sample`` (or PIL-drawn
     pictures when it is absent); ``"generated"`` always draws them. The oracle SFT trajectories for
-    the cold start are written beside (``out_dir/<key>/sft``).
+    the cold start are written beside (``out_dir/<key>/sft``), calling ``environment``'s tools.
+    ``return_dir``: return ``(rows, out_dir/<key>)``.
     """
     from data_builders.output import load_output
     from data_builders.synthetic import TASKS, SyntheticConfig, build_synthetic
@@ -66,13 +68,16 @@ def synthetic_dataset(out_dir: str | Path, *, images: str | None = None, count: 
     cfg = SyntheticConfig(seed=seed, tasks=tuple(tasks or TASKS), base_size=base_size, canvas_size=canvas_size)
     settings = {"source": str(source.resolve()), "count": count, **{k: list(v) if isinstance(v, tuple) else v
                                                                     for k, v in vars(cfg).items()}}
+    if environment != "tir_bench":  # keeps the keys of folders built before this setting existed
+        settings["environment"] = environment
     key = hashlib.sha1(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
     target = out_dir / key
     done = target / "settings.json"
     if not done.is_file():  # deterministic: the same settings always give the same tasks
-        build_synthetic(source, target, count, cfg, progress=False)
+        build_synthetic(source, target, count, cfg, progress=False, environment=environment)
         done.write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
-    return load_output(target / "grpo")
+    rows = load_output(target / "grpo")
+    return (rows, target) if return_dir else rows
 
 
 def mir_grpo_dataset(path: str | Path, images_root: str | Path | None = None, stage: int = 4):
@@ -130,6 +135,15 @@ def with_system_prompt(dataset, text: str):
     return dataset.map(add)
 
 
+def synthetic_settings(script_args) -> dict:
+    """``synthetic_dataset`` arguments from the recipe (the oracle calls the recipe's environment's tools)."""
+    env = script_args.environment if script_args.environment in ("crop", "tir_bench", "mir", "synthetic") else "tir_bench"
+    return {"images": script_args.synthetic_images, "count": script_args.synthetic_count,
+            "seed": script_args.synthetic_seed, "tasks": script_args.synthetic_tasks,
+            "base_size": script_args.synthetic_base_size, "canvas_size": script_args.synthetic_canvas_size,
+            "environment": env}
+
+
 def load_grpo_dataset(script_args, training_args):
     """Resolve the recipe's data settings to a ``datasets.Dataset`` of GRPO rows."""
     from datasets import load_dataset
@@ -149,7 +163,9 @@ def load_grpo_dataset(script_args, training_args):
             dataset = mir_grpo_dataset(path, script_args.images_root, script_args.mir_stage)
         elif kind == "disbench":
             if not script_args.disbench_root:
-                raise ValueError("DISBench queries need `disbench_root` (the folder with metadata/ and images/)")
+                from train.recipes import RecipeError
+
+                raise RecipeError("DISBench queries need `disbench_root` (the folder with metadata/ and images/)")
             dataset = disbench_grpo_dataset(path, script_args.disbench_root)
         else:
             dataset = load_dataset(path.suffix.lstrip(".").replace("jsonl", "json"), data_files=str(path))["train"]
@@ -159,10 +175,7 @@ def load_grpo_dataset(script_args, training_args):
     else:  # the embedded default: synthetic tool tasks, generated once per settings (main process first)
         out_dir = script_args.synthetic_dir or str(Path(training_args.output_dir) / "synthetic_data")
         with training_args.main_process_first(desc="synthetic GRPO tasks"):
-            dataset = synthetic_dataset(out_dir, images=script_args.synthetic_images,
-                                        count=script_args.synthetic_count, seed=script_args.synthetic_seed,
-                                        tasks=script_args.synthetic_tasks, base_size=script_args.synthetic_base_size,
-                                        canvas_size=script_args.synthetic_canvas_size)
+            dataset = synthetic_dataset(out_dir, **synthetic_settings(script_args))
     if script_args.max_train_samples:
         dataset = dataset.select(range(min(script_args.max_train_samples, len(dataset))))
     if "prompt" not in dataset.column_names:

@@ -83,17 +83,14 @@ def safe_parser(parse: Callable) -> Callable:
 
 
 def is_error(result: Any) -> bool:
-    """An ``Error:`` observation (a string, or content blocks whose first text says so).
+    """A failed call: ``rewards.format_and_tools.tool_call_failed`` (one definition for training, eval, rewards).
 
     >>> is_error("Error: no"), is_error([{"type": "text", "text": "Error: x"}]), is_error([{"type": "image"}])
     (True, True, False)
     """
-    if isinstance(result, str):
-        return result.lstrip().startswith(ERROR_PREFIX)
-    if isinstance(result, list):
-        texts = [b.get("text", "") for b in result if isinstance(b, dict) and b.get("type") == "text"]
-        return bool(texts) and str(texts[0]).lstrip().startswith(ERROR_PREFIX)
-    return False
+    from rewards.format_and_tools import tool_call_failed
+
+    return tool_call_failed(result)
 
 
 def defuse(text: str) -> str:

@@ -16,9 +16,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trl import ModelConfig, ScriptArguments, SFTConfig, get_peft_config
+from trl import ModelConfig, ScriptArguments, SFTConfig
 
-from train.entry import train_and_save
+from train.entry import peft_config, train_and_save
+from train.recipes import RecipeError
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +41,21 @@ class SFTScriptArguments(ScriptArguments):
         default=False, metadata={"help": "Reproduce upstream MIR preprocessing, img2img leak included."}
     )
     max_train_samples: int | None = field(default=None, metadata={"help": "Keep only the first N records."})
+    merge_adapter: bool = field(default=False, metadata={
+        "help": "With use_peft: also write base + LoRA adapter merged into output_dir/merged (a full checkpoint). "
+                "The adapter folder itself loads too (eval, GRPO, the next curriculum stage)."})
+    preprocess_once: bool = field(
+        default=True,
+        metadata={"help": "Vision data: template, tokenize and image-process every record once before training and "
+                          "reuse the tensors every epoch (train/sft_data.py; holds the pixel patches in memory). "
+                          "Off: collate on the fly (then use dataloader_num_workers)."},
+    )
+    pack_sequences: str = field(
+        default="auto",
+        metadata={"help": "Padding-free batches (needs preprocess_once): 'auto' packs when the attention is "
+                          "flash_attention_2/3 (varlen, GPU); 'true' packs with any attention (sdpa/eager: exact but "
+                          "slower on CPU); 'false' pads.", "choices": ["auto", "true", "false"]},
+    )
 
 
 def load_sft_dataset(script_args: SFTScriptArguments):
@@ -65,7 +81,7 @@ def load_sft_dataset(script_args: SFTScriptArguments):
         dataset = load_dataset(script_args.dataset_name, name=script_args.dataset_config)
         dataset = dataset[script_args.dataset_train_split]
     else:
-        raise ValueError("set `dataset_path` (local data) or `dataset_name` (a hub data set) in the recipe")
+        raise RecipeError("set `dataset_path` (local data) or `dataset_name` (a hub data set) in the recipe")
     if script_args.max_train_samples:
         dataset = dataset.select(range(min(script_args.max_train_samples, len(dataset))))
     return dataset
@@ -99,12 +115,12 @@ def build_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mod
         args=training_args,
         train_dataset=dataset,
         processing_class=processor,
-        peft_config=get_peft_config(model_args),
+        peft_config=peft_config(model_args),
     )
     if trainer._is_vision_dataset:
         # TRL's vision collator puts no images into tool messages and drops the `tools` column;
         # ours equals it on plain records and also handles multi-turn tool trajectories.
-        trainer.data_collator = ToolTrajectoryCollator(
+        collator = ToolTrajectoryCollator(
             processor=processor,
             max_length=training_args.max_length,
             completion_only_loss=trainer.completion_only_loss,
@@ -113,7 +129,32 @@ def build_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mod
             assistant_only_loss=training_args.assistant_only_loss,
             chat_template=trainer.chat_template,  # TRL's generation-tagged template when needed
         )
+        trainer.data_collator = collator
+        if script_args.preprocess_once:
+            use_featurized_data(trainer, collator, script_args.pack_sequences, model_args.attn_implementation)
     return trainer
+
+
+def use_featurized_data(trainer, collator, pack_sequences: str, attn_implementation: str | None) -> None:
+    """Featurize the training records once (train/sft_data.py) and batch them padded or packed."""
+    from train.sft_data import (
+        FeatureCollator,
+        featurize,
+        group_by_token_length,
+        pack_supported,
+        rope_index_fn,
+        score_labelled_tokens_only,
+    )
+
+    score_labelled_tokens_only()
+    group_by_token_length(trainer)
+    pack = pack_sequences == "true" or (pack_sequences == "auto" and pack_supported(attn_implementation))
+    rope_index = rope_index_fn(trainer.model)
+    if pack and rope_index is None:
+        raise RecipeError("pack_sequences: the model has no get_rope_index (M-RoPE); set pack_sequences: false")
+    trainer.train_dataset = featurize(trainer.train_dataset, collator, rope_index)
+    trainer.data_collator = FeatureCollator(collator.processor.tokenizer.pad_token_id, pack=pack,
+                                            pad_to_multiple_of=collator.pad_to_multiple_of)
 
 
 def main(script_args: SFTScriptArguments, training_args: SFTConfig, model_args: ModelConfig) -> str:
@@ -122,13 +163,20 @@ def main(script_args: SFTScriptArguments, training_args: SFTConfig, model_args: 
         os.environ.setdefault("WANDB_PROJECT", "lookcloser")
 
     trainer = build_trainer(script_args, training_args, model_args)
-    return train_and_save(trainer, training_args.output_dir, training_args.resume_from_checkpoint)
+    out = train_and_save(trainer, training_args.output_dir, training_args.resume_from_checkpoint,
+                          configs=(script_args, model_args), merge_adapter=script_args.merge_adapter)
+    if trainer.accelerator.is_main_process:  # how it was prompted, so that eval prompts it the same way
+        from agent.checkpoint_prompting import prompting_of, write_prompting
+
+        mir_json = (script_args.dataset_path or "").endswith(".json")
+        write_prompting(out, prompting_of(trainer.train_dataset[0], script_args.mir_stage if mir_json else None))
+    return out
 
 
 def parse_args(argv: list[str] | None = None):
     from train.recipes import parse_recipe
 
-    return parse_recipe((SFTScriptArguments, SFTConfig, ModelConfig), argv)
+    return parse_recipe((SFTScriptArguments, SFTConfig, ModelConfig), argv, description=__doc__)
 
 
 if __name__ == "__main__":

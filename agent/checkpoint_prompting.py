@@ -1,0 +1,67 @@
+"""How a checkpoint was prompted while training, stored beside its weights.
+
+``train/sft.py`` writes ``lookcloser_prompting.json`` into every checkpoint it saves;
+``python -m eval --model CKPT`` reads it so that a checkpoint is evaluated the way it was
+trained (flags given on the command line or in the eval recipe still win).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+PROMPTING_FILE = "lookcloser_prompting.json"
+# The eval settings the file may hold (EvalConfig field names).
+KEYS = ("mir_prompt_stage", "system_prompt", "tools", "max_turns", "environment")
+
+
+def eval_mir_stage(train_stage: int | None) -> int | None:
+    """The eval prompt stage matching a training stage: stages 0 and 4 see MIR's benchmark prompt.
+
+    >>> [eval_mir_stage(s) for s in (0, 1, 2, 3, 4, None)]
+    [0, 1, 2, 3, 0, None]
+    """
+    if train_stage is None:
+        return None
+    return 0 if train_stage in (0, 4) else train_stage
+
+
+def prompting_of(first_row: dict, mir_stage: int | None) -> dict:
+    """The prompting one SFT data set implies: its MIR stage, its system prompt (or none), tools or not.
+
+    >>> prompting_of({"messages": [{"role": "user", "content": "hi"}]}, 1)
+    {'mir_prompt_stage': 1, 'system_prompt': '', 'tools': False, 'max_turns': 1}
+    """
+    messages = first_row.get("messages") or []
+    system = ""
+    if messages and messages[0].get("role") == "system":
+        content = messages[0].get("content")
+        system = content if isinstance(content, str) else "".join(
+            block.get("text") or "" for block in content or [] if isinstance(block, dict))
+    tools = bool(first_row.get("tools"))
+    out = {"mir_prompt_stage": eval_mir_stage(mir_stage), "system_prompt": system, "tools": tools,
+           "max_turns": None if tools else 1}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def write_prompting(folder: str | Path, prompting: dict) -> Path:
+    path = Path(folder) / PROMPTING_FILE
+    path.write_text(json.dumps(prompting, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+def read_prompting(model: str) -> dict:
+    """The recorded prompting of a local checkpoint folder; {} for hub ids, endpoints and older folders.
+
+    Raises ``ValueError`` naming the file when it is not a JSON object.
+    """
+    path = Path(model) / PROMPTING_FILE
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as err:
+        raise ValueError(f"{path}: not valid JSON ({err})") from err
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object")  # noqa: TRY004 - bad file content, one error type
+    return {k: v for k, v in data.items() if k in KEYS}

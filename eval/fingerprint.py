@@ -1,0 +1,78 @@
+"""What produced an output folder's predictions: the model's content and the settings that shape answers.
+
+A resume continues only predictions with the same fingerprint, so a checkpoint retrained in
+place (same path, new weights) or a changed setting never brings back old answers. Local
+checkpoints are keyed by their files' content (config, weights, adapter); endpoints by URL and
+served model name; hub ids by name and revision.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from pathlib import Path
+
+# Settings that change what the model answers (not how fast, where to, or how it is scored).
+ANSWER_SETTINGS = ("data_root", "tools", "max_turns", "max_new_tokens_per_turn", "max_images", "temperature",
+                   "system_prompt", "mir_prompt_stage", "search_corpus", "photo_embedder", "served_model_name",
+                   "dtype", "gray_images")
+CHECKPOINT_FILES = ("config.json", "adapter_config.json", "generation_config.json", "chat_template.jinja",
+                    "tokenizer_config.json")
+WHOLE_FILE_LIMIT = 64 << 20  # larger weight files: size + first and last 4 MiB (a retrain changes both)
+
+
+def _file_digest(path: Path) -> str:
+    digest = hashlib.sha256(str(path.stat().st_size).encode())
+    with open(path, "rb") as fh:
+        if path.stat().st_size <= WHOLE_FILE_LIMIT:
+            digest.update(fh.read())
+        else:
+            digest.update(fh.read(4 << 20))
+            fh.seek(-(4 << 20), 2)
+            digest.update(fh.read())
+    return digest.hexdigest()
+
+
+def model_fingerprint(model: str, revision: str | None = None) -> str:
+    """A short digest of what ``model`` is right now.
+
+    >>> model_fingerprint("http://127.0.0.1:8000/v1") == model_fingerprint("http://127.0.0.1:8000/v1")
+    True
+    """
+    path = Path(model).expanduser()
+    digest = hashlib.sha256()
+    if path.is_dir():
+        files = [path / name for name in CHECKPOINT_FILES if (path / name).is_file()]
+        files += sorted(p for p in path.iterdir() if p.suffix in (".safetensors", ".bin", ".pt") and p.is_file())
+        for file in files:
+            digest.update(f"{file.name}:{_file_digest(file)}\n".encode())
+    else:
+        digest.update(f"{model}@{revision or ''}".encode())
+    return digest.hexdigest()[:16]
+
+
+def run_fingerprint(cfg, served_name: str | None = None) -> dict:
+    """The fingerprint stored in ``out/run.json``: the model's digest and the answer-shaping settings."""
+    settings = {k: v for k, v in dataclasses.asdict(cfg).items() if k in ANSWER_SETTINGS}
+    if served_name:
+        settings["served_model_name"] = served_name
+    return {"model": cfg.model, "model_digest": model_fingerprint(cfg.model), "settings": settings}
+
+
+def differences(old: dict | None, new: dict) -> list[str]:
+    """What changed between two fingerprints, in words.
+
+    >>> differences({"model": "m", "model_digest": "a", "settings": {"tools": True}},
+    ...             {"model": "m", "model_digest": "b", "settings": {"tools": False}})
+    ['the model at m changed (weights or config)', 'tools: True -> False']
+    """
+    if not old:
+        return ["no fingerprint recorded (written by an older version)"]
+    changes = []
+    if old.get("model") != new["model"]:
+        changes.append(f"model {old.get('model')!r} -> {new['model']!r}")
+    elif old.get("model_digest") != new["model_digest"]:
+        changes.append(f"the model at {new['model']} changed (weights or config)")
+    previous = old.get("settings", {})
+    changes += [f"{k}: {previous.get(k)!r} -> {v!r}" for k, v in new["settings"].items() if previous.get(k) != v]
+    return changes

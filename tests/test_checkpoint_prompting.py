@@ -1,0 +1,63 @@
+"""A checkpoint records how it was prompted; eval takes that by default, flags win; the gray-image control."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from PIL import Image
+
+from agent.checkpoint_prompting import PROMPTING_FILE, prompting_of, read_prompting, write_prompting
+from eval.__main__ import _given_fields, apply_checkpoint_prompting
+from eval.config import EvalConfig, EvalError
+from eval.loaders import EvalItem
+from eval.pipeline import gray_out_images
+
+
+def _checkpoint(tmp_path, stage=1):
+    write_prompting(tmp_path, prompting_of({"messages": [{"role": "user", "content": []}]}, stage))
+    return tmp_path
+
+
+def test_stage_4_and_0_record_the_benchmark_prompt_and_system_prompts_are_kept(tmp_path):
+    assert read_prompting(str(_checkpoint(tmp_path, 4)))["mir_prompt_stage"] == 0
+    row = {"messages": [{"role": "system", "content": [{"type": "text", "text": "Be brief."}]}], "tools": ["x"]}
+    assert prompting_of(row, None) == {"system_prompt": "Be brief.", "tools": True}
+    assert read_prompting(str(tmp_path / "no_such_folder")) == {}
+
+
+def test_eval_takes_the_checkpoint_prompting_unless_a_flag_or_recipe_key_sets_it(tmp_path):
+    ckpt = str(_checkpoint(tmp_path))
+    cfg = EvalConfig(model=ckpt)
+    note = apply_checkpoint_prompting(cfg, _given_fields(["--model", ckpt]))
+    assert (cfg.mir_prompt_stage, cfg.system_prompt, cfg.tools, cfg.max_turns) == (1, "", False, 1)
+    assert PROMPTING_FILE in note
+    cfg = EvalConfig(model=ckpt, mir_prompt_stage=0, tools=True)
+    apply_checkpoint_prompting(cfg, _given_fields(["--model", ckpt, "--mir-prompt-stage", "0", "--tools=true"]))
+    assert (cfg.mir_prompt_stage, cfg.tools, cfg.max_turns) == (0, True, 1)
+    recipe = tmp_path / "eval.yaml"
+    recipe.write_text("mir_prompt_stage: 2\nsystem_prompt: null\n")
+    assert {"mir_prompt_stage", "system_prompt", "model"} <= _given_fields([str(recipe), "--model", ckpt])
+
+
+def test_a_broken_prompting_file_is_one_clear_error(tmp_path):
+    (tmp_path / PROMPTING_FILE).write_text("[1, 2")
+    with pytest.raises(EvalError, match=PROMPTING_FILE + ": not valid JSON"):
+        apply_checkpoint_prompting(EvalConfig(model=str(tmp_path)), set())
+
+
+def test_gray_control_replaces_every_image_with_flat_gray_of_the_same_size(tmp_path):
+    paths = []
+    for k, size in enumerate([(64, 48), (20, 30)]):
+        paths.append(str(tmp_path / f"{k}.png"))
+        Image.new("RGB", size, (220, 30, 30)).save(paths[-1])
+    items = {"mir": [EvalItem(id="a", benchmark="mir", example={"images": list(paths)}, gold={}, tags={}),
+                     EvalItem(id="b", benchmark="mir", example={"images": [paths[0]]}, gold={}, tags={})]}
+    gray_out_images(items, tmp_path / "gray")
+    first, second = items["mir"][0].example["images"], items["mir"][1].example["images"]
+    assert second == first[:1] and not set(first) & set(paths)  # one gray copy per source image
+    for path, original in zip(first, paths):
+        with Image.open(path) as gray, Image.open(original) as real:
+            assert gray.size == real.size and gray.convert("RGB").getcolors() == [(gray.width * gray.height,
+                                                                                     (128, 128, 128))]
+    assert json.dumps(items["mir"][0].example)  # still plain paths

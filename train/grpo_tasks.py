@@ -1,0 +1,98 @@
+"""Build the synthetic tool tasks of a tool curriculum: a training set and a held-out set (another seed).
+
+    python train/grpo_tasks.py --output_dir outputs/tool_curriculum/data --tasks visual_search
+    (a stage of recipes/tool_curriculum.yaml: `script: train/grpo_tasks.py`)
+
+Writes ``output_dir/train`` (seed ``seed``) and ``output_dir/heldout`` (seed ``heldout_seed``),
+each a TIR-Bench data root (``TIR-Bench.json`` + ``data/``, what ``python -m eval --benchmarks
+tir_bench --data_root`` reads) with the GRPO prompts (``grpo/``) and the oracle tool trajectories
+(``sft/``, the cold start). The generator's defaults are the task's (data_builders.synthetic);
+``model_pixels`` comes from the processor of ``model_name_or_path``, so the answer is unreadable at
+the resolution that model actually sees. A folder built with the same settings is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ToolTaskArguments:
+    output_dir: str = field(default="outputs/tool_curriculum/data", metadata={"help": "Where train/ and heldout/ go."})
+    images: str | None = field(default=None, metadata={
+        "help": "Folder of source pictures (default: the bundled data/mir_sample; 'generated': PIL-drawn)."})
+    tasks: list[str] = field(default_factory=lambda: ["visual_search"], metadata={
+        "help": "Synthetic tasks (data_builders.synthetic.TASKS)."})
+    count: int = field(default=400, metadata={"help": "Training tasks."})
+    seed: int = field(default=1, metadata={"help": "Seed of the training tasks."})
+    heldout_count: int = field(default=60, metadata={"help": "Held-out tasks (0: none)."})
+    heldout_seed: int = field(default=1001, metadata={"help": "Seed of the held-out tasks; never train on it."})
+    environment: str = field(default="crop", metadata={
+        "help": "Agent environment whose tools the oracle calls and the SFT data lists (crop; tir_bench: all)."})
+    model_name_or_path: str = field(default="lookcloser/tiny-qwen3-vl", metadata={
+        "help": "The model whose processor's pixel budget sizes the visual_search canvas and shape."})
+    search_grid: int = field(default=3, metadata={"help": "visual_search grid (0: free search, pixel boxes)."})
+
+
+def model_pixels(name_or_path: str) -> int:
+    """The most pixels the model's image processor feeds the vision tower (``size.longest_edge``)."""
+    from agent.models import load_processor, resolve_model_path
+
+    processor = load_processor(resolve_model_path(name_or_path))
+    size = getattr(processor.image_processor, "size", None) or {}
+    pixels = size.get("longest_edge") if isinstance(size, dict) else None
+    return int(pixels or getattr(processor.image_processor, "max_pixels", 0) or 128 * 128)
+
+
+def build(args: ToolTaskArguments) -> dict[str, Path]:
+    from data_builders.synthetic import SyntheticConfig, build_synthetic
+    from train.grpo_data import BUNDLED_IMAGES, generated_images, resolve_path
+
+    if args.seed == args.heldout_seed:
+        raise ValueError("heldout_seed must differ from seed: the held-out tasks are a seed never trained on")
+    out = Path(args.output_dir)
+    if args.images == "generated" or (args.images is None and not BUNDLED_IMAGES.is_dir()):
+        source = generated_images(out / "source_images", seed=args.seed)
+    else:
+        source = resolve_path(args.images) if args.images else BUNDLED_IMAGES
+    pixels = model_pixels(args.model_name_or_path)
+    built = {}
+    for split, count, seed in (("train", args.count, args.seed), ("heldout", args.heldout_count, args.heldout_seed)):
+        if count <= 0:
+            continue
+        cfg = SyntheticConfig(seed=seed, tasks=tuple(args.tasks), search_grid=args.search_grid, model_pixels=pixels)
+        settings = {"source": str(source.resolve()), "count": count, "environment": args.environment,
+                    **{k: list(v) if isinstance(v, tuple) else v for k, v in asdict(cfg).items()}}
+        target = out / split
+        marker = target / "settings.json"
+        if marker.is_file() and json.loads(marker.read_text(encoding="utf-8")) == settings:
+            logger.info("%s: kept (same settings) %s", split, target)
+        else:
+            build_synthetic(source, target, count, cfg, progress=False, environment=args.environment)
+            marker.write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
+            logger.info("%s: %d tasks (seed %d, model pixels %d) -> %s", split, count, seed, pixels, target)
+        built[split] = target
+    return built
+
+
+def main(args: ToolTaskArguments) -> str:
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
+    build(args)
+    return args.output_dir
+
+
+def parse_args(argv: list[str] | None = None):
+    from train.recipes import parse_recipe
+
+    return parse_recipe((ToolTaskArguments,), argv)
+
+
+if __name__ == "__main__":
+    from train.entry import run
+
+    run(main, parse_args)
