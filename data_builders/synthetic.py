@@ -285,8 +285,7 @@ def search_sizes(cfg: SyntheticConfig) -> tuple[int, float]:
     return canvas, cfg.search_shape_px * canvas / view
 
 
-def _desaturate(img: Image.Image, keep: float) -> Image.Image:
-    """The photo with ``keep`` of its colour saturation: only the shapes carry strong colour."""
+def _desaturate(img: Image.Image, keep: float) -> Image.Image:  # only the shapes carry strong colour
     gray = img.convert("L").convert("RGB")
     return Image.blend(gray, img, keep) if keep > 0 else gray
 
@@ -317,10 +316,8 @@ def cell_name(row: int, col: int, n: int) -> str:
     return f"row {row + 1}, column {col + 1}"
 
 
-def _fraction(v: float) -> float | int:
-    """A grid line as the model writes it: 0 and 1 as integers, else up to 3 decimals."""
-    v = round(v, 3)
-    return int(v) if v in (0, 1) else v
+def _fraction(v: float) -> float | int:  # a grid line as the model writes it: 0, 0.333, 1
+    return int(round(v, 3)) if round(v, 3) in (0, 1) else round(v, 3)
 
 
 def _grid_search(rng: random.Random, src: Image.Image, item_id: int, writer: _Writer,

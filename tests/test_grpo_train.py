@@ -188,8 +188,20 @@ def _rare_e(completions, **_):
     return [float(_text(c).count("e") >= 1) for c in completions]
 
 
-@pytest.mark.parametrize("reward, rounds, seed", [(_odd_a_count, 3, 1), (_rare_e, 1, 0)])
-def test_group_filtering_refills_the_batch(reward, rounds, seed, tiny_model_dir, tmp_path, sample_mir):
+def _first_round_constant(reward):
+    """The first scoring round pays 0 everywhere (every group constant, so refilling must run
+    whatever text the random model samples); later rounds are ``reward``'s."""
+    calls = []
+
+    def first_round_constant(completions, **kwargs):
+        calls.append(len(completions))
+        return [0.0] * len(completions) if len(calls) == 1 else reward(completions, **kwargs)
+
+    return first_round_constant
+
+
+@pytest.mark.parametrize("base_reward, rounds, seed", [(_odd_a_count, 3, 1), (_rare_e, 1, 0)])
+def test_group_filtering_refills_the_batch(base_reward, rounds, seed, tiny_model_dir, tmp_path, sample_mir):
     from agent.models import load_processor
     from train.grpo_data import mir_grpo_dataset
     from train.grpo_filtering import loss_tokens
@@ -199,6 +211,7 @@ def test_group_filtering_refills_the_batch(reward, rounds, seed, tiny_model_dir,
                          "16", "--max_completion_length", "12", "--filter_groups", "true", "--resample_rounds", str(rounds),
                          "--mask_out_of_length", "false", "--seed", str(seed))
     dataset = mir_grpo_dataset(sample_mir, stage=4)
+    reward = _first_round_constant(base_reward)
     trainer = LookcloserGRPOTrainer(model=str(tiny_model_dir), reward_funcs=[reward], args=config,
                                     train_dataset=dataset, processing_class=load_processor(str(tiny_model_dir)))
     trainer.model.train()
@@ -211,7 +224,7 @@ def test_group_filtering_refills_the_batch(reward, rounds, seed, tiny_model_dir,
     assert batch["completion_ids"].size(0) == 16 and batch["advantages"].shape == (16,)
     assert int(batch["num_items_in_batch"]) == int(loss_tokens(batch))
     used = int(metrics["groups/resample_rounds"][-1])
-    assert 1 <= used <= rounds  # these seeds give constant groups in the first round
+    assert 1 <= used <= rounds  # the first round's groups are all constant
     assert calls == [16] * (1 + used) and len(metrics["groups/dropped_ratio"]) == 1 + used
     informative = metrics["groups/informative_ratio"][-1]
     loss_rows = (batch["completion_mask"] * batch["tool_mask"]).sum(dim=1) > 0
@@ -260,7 +273,7 @@ def test_short_run_logs_metrics_and_an_image_table_to_wandb_offline(tiny_model_d
     script, config, model_args = grpo.parse_args([
         "recipes/grpo_synthetic.yaml", "--model_name_or_path", str(tiny_model_dir), "--output_dir",
         str(tmp_path / "run"), "--synthetic_count", "6", "--synthetic_canvas_size", "384", "--max_steps", "2",
-        "--cold_start_steps", "0",
+        "--cold_start_steps", "0", "--environment", "tir_bench",  # six tools: prompts long enough to truncate
         "--per_device_train_batch_size", "4", "--num_generations", "2", "--max_turn_tokens", "24",
         "--max_completion_length", "64", "--max_prompt_length", "1960", "--rollout_chunk_size", "3",
         "--report_to", "wandb", "--run_name", "grpo-offline", *FAST[:-4]])

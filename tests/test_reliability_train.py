@@ -181,6 +181,26 @@ def _losses(output_dir: Path) -> dict[int, float]:
     return {e["step"]: e["loss"] for e in state["log_history"] if "loss" in e}
 
 
+_HOLD_AFTER_CHECKPOINT_2 = """
+import sys, time
+from pathlib import Path
+from transformers import TrainerCallback
+from train.entry import train_and_save
+from train.sft import build_trainer, parse_args
+
+class HoldAfterCheckpoint2(TrainerCallback):
+    def on_save(self, args, state, control, **kwargs):  # runs once the checkpoint's files are written
+        if state.global_step == 2:
+            (Path(args.output_dir) / "held_after_checkpoint_2").touch()
+            time.sleep(600)
+
+script_args, training_args, model_args = parse_args(sys.argv[1:])
+trainer = build_trainer(script_args, training_args, model_args)
+trainer.add_callback(HoldAfterCheckpoint2())
+train_and_save(trainer, training_args.output_dir)
+"""
+
+
 @pytest.mark.slow
 def test_training_killed_after_a_checkpoint_resumes_to_the_same_losses(tmp_path):
     from train.sft import main, parse_args
@@ -195,18 +215,20 @@ def test_training_killed_after_a_checkpoint_resumes_to_the_same_losses(tmp_path)
 
     killed = tmp_path / "killed"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled"}
-    proc = subprocess.Popen([sys.executable, "train/sft.py", *args, "--output_dir", str(killed)], cwd=REPO, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # The real training script's trainer, held still right after checkpoint-2 is saved, so the kill
+    # lands between checkpoints however fast the steps run (a quiet machine trains all 6 in 0.3 s).
+    proc = subprocess.Popen([sys.executable, "-c", _HOLD_AFTER_CHECKPOINT_2, *args, "--output_dir", str(killed)],
+                            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 240
-        while not (killed / "checkpoint-2" / "trainer_state.json").exists():
+        while not (killed / "held_after_checkpoint_2").exists():
             assert proc.poll() is None and time.monotonic() < deadline, "no checkpoint-2 before the run ended"
             time.sleep(0.05)
-        time.sleep(0.5)  # let the checkpoint's last files land
         proc.send_signal(signal.SIGKILL)
     finally:
         proc.wait()
-    assert proc.returncode == -signal.SIGKILL and not (killed / "checkpoint-6").exists()
+    assert proc.returncode == -signal.SIGKILL and (killed / "checkpoint-2").is_dir()
+    assert not (killed / "checkpoint-4").exists()
     last = max((p for p in killed.glob("checkpoint-*")), key=lambda p: int(p.name.split("-")[1]))
     from transformers import TrainerCallback
 
