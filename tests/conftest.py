@@ -38,6 +38,19 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+@pytest.fixture
+def one_torch_thread(monkeypatch):
+    """GRPO tests on the tiny model: one torch thread (on oversubscribed shared CPUs OpenMP
+    spin-waits make tiny-model steps ~20x slower) and TRL's experimental warnings silenced."""
+    import torch
+
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(autouse=True)
 def _fresh_wandb_per_test():
     """W&B keeps one service per process; a run left from an earlier test must not swallow the next."""

@@ -14,7 +14,6 @@ import functools
 import json
 
 import pytest
-import torch
 from transformers import LogitsProcessorList
 
 from train import grpo
@@ -23,13 +22,7 @@ FAST = ["--bf16", "false", "--activation_checkpointing", "false", "--use_cpu", "
         "--logging_steps", "1", "--report_to", "none", "--dataloader_num_workers", "0"]
 
 
-@pytest.fixture(autouse=True)
-def _one_thread(monkeypatch):
-    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _call(box) -> str:

@@ -8,7 +8,6 @@ import struct
 from pathlib import Path
 
 import pytest
-import torch
 from PIL import Image
 
 from tests.conftest import REPO
@@ -18,14 +17,7 @@ FAST = ["--bf16", "false", "--gradient_checkpointing", "false", "--use_cpu", "tr
         "--logging_steps", "1", "--report_to", "none", "--dataloader_num_workers", "0"]
 
 
-@pytest.fixture(autouse=True)
-def _one_thread(monkeypatch):
-    # The shared CPUs are oversubscribed; OpenMP spin-waits make tiny-model steps 20x slower.
-    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _args(*argv: str):
