@@ -40,15 +40,6 @@ def _prepare(argv: list[str]) -> None:
         print(f"{name}: {path}")
 
 
-def _given_fields(argv: list[str]) -> set[str]:
-    """The settings named on the command line or in the recipe file (they beat the checkpoint's record)."""
-    from train.recipes import _argv_with_config, load_recipe_mapping
-
-    args, recipe = _argv_with_config(argv)
-    given = {a[2:].split("=")[0].replace("-", "_") for a in args if a.startswith("--")}
-    return given | (set(load_recipe_mapping(recipe)) if recipe is not None else set())
-
-
 def apply_checkpoint_prompting(cfg, given: set[str]) -> str:
     """Take the prompt settings recorded by ``train/sft.py`` in the checkpoint, unless given; say which."""
     from agent.checkpoint_prompting import PROMPTING_FILE, read_prompting
@@ -76,10 +67,10 @@ def main(argv: list[str] | None = None) -> dict | None:
         argv = argv[1:]
     from eval.config import EvalConfig
     from eval.pipeline import evaluate
-    from train.recipes import parse_recipe
+    from train.recipes import given_fields, parse_recipe
 
     (cfg,) = parse_recipe((EvalConfig,), argv, prog="python -m eval", description=HELP)
-    note = apply_checkpoint_prompting(cfg, _given_fields(argv))
+    note = apply_checkpoint_prompting(cfg, given_fields(argv))
     if note:
         print(f"Prompting: {note}")
     metrics = evaluate(cfg, prompting_note=note)

@@ -8,10 +8,11 @@ import pytest
 from PIL import Image
 
 from agent.checkpoint_prompting import PROMPTING_FILE, prompting_of, read_prompting, write_prompting
-from eval.__main__ import _given_fields, apply_checkpoint_prompting
+from eval.__main__ import apply_checkpoint_prompting
 from eval.config import EvalConfig, EvalError
 from eval.loaders import EvalItem
 from eval.pipeline import gray_out_images
+from train.recipes import given_fields
 
 
 def _checkpoint(tmp_path, stage=1):
@@ -29,15 +30,15 @@ def test_stage_4_and_0_record_the_benchmark_prompt_and_system_prompts_are_kept(t
 def test_eval_takes_the_checkpoint_prompting_unless_a_flag_or_recipe_key_sets_it(tmp_path):
     ckpt = str(_checkpoint(tmp_path))
     cfg = EvalConfig(model=ckpt)
-    note = apply_checkpoint_prompting(cfg, _given_fields(["--model", ckpt]))
+    note = apply_checkpoint_prompting(cfg, given_fields(["--model", ckpt]))
     assert (cfg.mir_prompt_stage, cfg.system_prompt, cfg.tools, cfg.max_turns) == (1, "", False, 1)
     assert PROMPTING_FILE in note
     cfg = EvalConfig(model=ckpt, mir_prompt_stage=0, tools=True)
-    apply_checkpoint_prompting(cfg, _given_fields(["--model", ckpt, "--mir-prompt-stage", "0", "--tools=true"]))
+    apply_checkpoint_prompting(cfg, given_fields(["--model", ckpt, "--mir-prompt-stage", "0", "--tools=true"]))
     assert (cfg.mir_prompt_stage, cfg.tools, cfg.max_turns) == (0, True, 1)
     recipe = tmp_path / "eval.yaml"
     recipe.write_text("mir_prompt_stage: 2\nsystem_prompt: null\n")
-    assert {"mir_prompt_stage", "system_prompt", "model"} <= _given_fields([str(recipe), "--model", ckpt])
+    assert {"mir_prompt_stage", "system_prompt", "model"} <= given_fields([str(recipe), "--model", ckpt])
 
 
 def test_a_broken_prompting_file_is_one_clear_error(tmp_path):

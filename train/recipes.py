@@ -173,6 +173,14 @@ def _current_flag_name(arg: str) -> str:
     return DEPRECATED_FLAGS.get(name, name) + sep + value
 
 
+def given_fields(argv: Sequence[str]) -> set[str]:
+    """The fields a command line sets: its recipe file's keys and its flags (deprecated names as their
+    current field). Eval uses it so that only settings nobody gave come from a checkpoint's record."""
+    args, recipe = _argv_with_config(argv)
+    flags = {_current_flag_name(a)[2:].split("=")[0].replace("-", "_") for a in args if a.startswith("--")}
+    return flags | (set(load_recipe_mapping(recipe)) if recipe is not None else set())
+
+
 _last_recipe: list[Path] = []  # the recipe file of the latest parse_recipe call (W&B logs its text)
 
 
@@ -196,8 +204,7 @@ def parse_recipe(dataclass_types: Sequence[type], argv: Sequence[str] | None = N
     if recipe is not None:
         _check_recipe(recipe, {action.dest for action in parser._actions})
     _last_recipe[:] = [recipe] if recipe is not None else []
-    given = set(load_recipe_mapping(recipe)) if recipe is not None else set()
-    given |= {a[2:].split("=")[0].replace("-", "_") for a in args if a.startswith("--")}
+    given = given_fields(argv)
     try:
         with warnings.catch_warnings():
             if not given & {"gradient_checkpointing", "gradient_checkpointing_kwargs"}:
