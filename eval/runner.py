@@ -140,7 +140,9 @@ def env_factory(benchmark: str, cfg: EvalConfig, embedder=None):
         return functools.partial(PhotoCollectionEnv, embedder=embedder, cache_dir=cfg.photo_index_dir)
     if cfg.environment:
         if cfg.environment not in ENVIRONMENTS:
-            raise ValueError(f"unknown environment {cfg.environment!r}; choose from {sorted(ENVIRONMENTS)}")
+            from eval.loaders import EvalError  # a user's setting: one `error:` line
+
+            raise EvalError(f"unknown environment {cfg.environment!r}; choose from {sorted(ENVIRONMENTS)}")
         return ENVIRONMENTS[cfg.environment]
     return ENVIRONMENTS[benchmark]
 

@@ -99,6 +99,21 @@ def test_eval_cli_errors_are_one_line(capsys, monkeypatch):
     assert "unknown flag --benchmark; did you mean --benchmarks?" in _one_error_line(capsys, cli)
 
 
+def test_eval_unknown_environment_is_one_line(capsys, monkeypatch, tiny_model_dir, tmp_path):
+    import sys
+
+    from eval.__main__ import cli
+
+    monkeypatch.setattr(sys, "argv", ["python -m eval", "--model", str(tiny_model_dir), "--benchmarks", "tir_bench",
+                                      "--environment", "nope", "--out", str(tmp_path / "out")])
+    with pytest.raises(SystemExit) as exit_info:
+        cli()
+    assert exit_info.value.code == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    # the model's loading progress comes first; the mistake is one line, the last, with no traceback
+    assert err[-1].startswith("error: unknown environment 'nope'") and not any("Traceback" in e for e in err)
+
+
 def test_data_builders_flag_typo_is_one_line(capsys, tmp_path):
     from data_builders.cli import main
 
