@@ -62,9 +62,7 @@ def tool_call_failed(result: Any) -> bool:
     >>> tool_call_failed([{"type": "image"}, {"type": "text", "text": "Error: never with an image"}])
     False
     """
-    if isinstance(result, list) and any(isinstance(b, dict) and b.get("type") == "image" for b in result):
-        return False
-    return message_text(result).lstrip().startswith(ERROR_MARKERS)
+    return not returned_image(result) and message_text(result).lstrip().startswith(ERROR_MARKERS)
 
 
 def returned_image(result: Any) -> bool:
