@@ -12,25 +12,12 @@ import dataclasses
 import hashlib
 from pathlib import Path
 
+from agent.checkpoint_digest import checkpoint_digest
+
 # Settings that change what the model answers (not how fast, where to, or how it is scored).
 ANSWER_SETTINGS = ("data_root", "tools", "max_turns", "max_new_tokens_per_turn", "max_images", "temperature",
                    "system_prompt", "mir_prompt_stage", "search_corpus", "photo_embedder", "served_model_name",
                    "dtype", "gray_images")
-CHECKPOINT_FILES = ("config.json", "adapter_config.json", "generation_config.json", "chat_template.jinja",
-                    "tokenizer_config.json")
-WHOLE_FILE_LIMIT = 64 << 20  # larger weight files: size + first and last 4 MiB (a retrain changes both)
-
-
-def _file_digest(path: Path) -> str:
-    digest = hashlib.sha256(str(path.stat().st_size).encode())
-    with open(path, "rb") as fh:
-        if path.stat().st_size <= WHOLE_FILE_LIMIT:
-            digest.update(fh.read())
-        else:
-            digest.update(fh.read(4 << 20))
-            fh.seek(-(4 << 20), 2)
-            digest.update(fh.read())
-    return digest.hexdigest()
 
 
 def model_fingerprint(model: str, revision: str | None = None) -> str:
@@ -40,15 +27,9 @@ def model_fingerprint(model: str, revision: str | None = None) -> str:
     True
     """
     path = Path(model).expanduser()
-    digest = hashlib.sha256()
     if path.is_dir():
-        files = [path / name for name in CHECKPOINT_FILES if (path / name).is_file()]
-        files += sorted(p for p in path.iterdir() if p.suffix in (".safetensors", ".bin", ".pt") and p.is_file())
-        for file in files:
-            digest.update(f"{file.name}:{_file_digest(file)}\n".encode())
-    else:
-        digest.update(f"{model}@{revision or ''}".encode())
-    return digest.hexdigest()[:16]
+        return checkpoint_digest(path)
+    return hashlib.sha256(f"{model}@{revision or ''}".encode()).hexdigest()[:16]
 
 
 def run_fingerprint(cfg, served_name: str | None = None) -> dict:

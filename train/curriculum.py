@@ -132,40 +132,23 @@ def check_inputs(stages: list[Stage], pending: set[str] | None = None) -> None:
 
 # -- what a stage was trained from: a rerun is needed when any of it changed --
 
-WEIGHT_SUFFIXES = (".safetensors", ".bin")
-DIGEST_FILES = ("config.json", "adapter_config.json")
-
-
-def _file_digest(path: Path, digest) -> None:
-    size = path.stat().st_size
-    digest.update(f"{path.name}:{size}:".encode())
-    with open(path, "rb") as fh:  # big files: first and last MiB (a retrain or rebuild changes both)
-        if size <= 8 << 20:
-            digest.update(fh.read())
-        else:
-            digest.update(fh.read(1 << 20))
-            fh.seek(-(1 << 20), 2)
-            digest.update(fh.read())
-
-
 def path_digest(path: str | Path | None, checkpoint: bool = False) -> str | None:
     """A digest of a file, a folder (data: every file; ``checkpoint``: config + weights), or a name."""
     import hashlib
 
+    from agent.checkpoint_digest import checkpoint_digest, update_file_digest
+
     if not path:
         return None
     p = Path(path)
+    if p.is_dir() and checkpoint:
+        return checkpoint_digest(p)
     digest = hashlib.sha256()
     if p.is_file():
-        _file_digest(p, digest)
+        update_file_digest(digest, p, p.name)
     elif p.is_dir():
-        if checkpoint:
-            files = sorted(f for f in p.iterdir() if f.is_file() and (f.suffix in WEIGHT_SUFFIXES or f.name in DIGEST_FILES))
-        else:
-            files = sorted(f for f in p.rglob("*") if f.is_file())
-        for f in files:
-            digest.update(str(f.relative_to(p)).encode())
-            _file_digest(f, digest)
+        for f in sorted(f for f in p.rglob("*") if f.is_file()):
+            update_file_digest(digest, f, str(f.relative_to(p)))
     else:
         digest.update(str(path).encode())  # a hub id or the reserved tiny name: its name is what we know
     return digest.hexdigest()[:16]
