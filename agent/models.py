@@ -140,13 +140,9 @@ def _merged_adapter_path(adapter_dir: Path) -> str:
     Why merge instead of loading base + adapter everywhere: every consumer (TRL trainers given a
     path, eval, vLLM, the processor loader) then sees an ordinary checkpoint.
     """
-    import hashlib
+    from agent.checkpoint_digest import checkpoint_digest
 
-    digest = hashlib.sha256()
-    for name in ("adapter_config.json", "adapter_model.safetensors", "adapter_model.bin"):
-        if (adapter_dir / name).is_file():
-            digest.update((adapter_dir / name).read_bytes())
-    target = tiny_model_cache_dir().parent / "merged" / digest.hexdigest()[:16]
+    target = tiny_model_cache_dir().parent / "merged" / checkpoint_digest(adapter_dir)
     if not (target / "config.json").exists():
         merge_adapter(adapter_dir, target)
     return str(target)
