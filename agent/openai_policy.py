@@ -7,29 +7,36 @@ backoff on timeouts, connection errors, 429 and 5xx; the key is read from an env
 variable and sent as a bearer header, never logged.
 
 Many episodes run at once, one per thread (``eval.runner``), so the client's own CPU time per
-request bounds the requests in flight: urllib3 sends them, from one pool of kept-alive connections
-shared by the threads (no TCP handshake per request), the environment's proxy/CA settings are read
-once, and an image is PNG-encoded fast (compression level 1) once per policy, then sent again from the cache on
-later turns.
+request bounds the requests in flight (docs/benchmarks.md, "Eval client concurrency"): each thread
+keeps its own kept-alive ``http.client`` connection (half urllib3's CPU per request; urllib3 only
+behind a proxy), the environment's proxy/CA settings are read once, the tool schemas are serialized
+once, and an image goes once per policy, then again from the cache on later turns: as the bytes of
+the file it was decoded from when those decode to exactly the same pixels (``file_data_url``),
+else PNG-encoded fast (compression level 1).
 """
 
 from __future__ import annotations
 
 import base64
+import http.client
 import io
 import json
 import os
+import select
+import socket
+import ssl
 import threading
 import time
 import weakref
+from urllib.parse import urlsplit
 
-from PIL import Image
+from PIL import Image, ImageFile
 
 from agent.episode import Episode, Turn
 from agent.images import fit_under_budget
 from agent.parsing import parse_assistant_text
 
-POOL_SIZE = 256  # kept-alive connections; more episodes in flight than this open (and close) extra ones
+POOL_SIZE = 256  # behind a proxy: kept-alive connections; more episodes in flight than this open (and close) extra ones
 
 
 class EndpointError(RuntimeError):
@@ -48,6 +55,70 @@ def image_data_url(image: Image.Image, max_pixels: int) -> str:
     buffer = io.BytesIO()
     image.convert("RGB").save(buffer, format="PNG", compress_level=1)  # lossless; level 6 took ~4x the CPU
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+# Files whose own bytes a server decodes (PIL, as ours) into exactly the pixels we decoded.
+_PASS_THROUGH = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp"}
+_EXIF_ORIENTATION = 0x0112
+
+
+def file_data_url(image: Image.Image, max_pixels: int) -> str | None:
+    """A data URL of the file ``image`` was decoded from, or None when sending the file's own
+    bytes could show the model anything else than ``image_data_url`` would.
+
+    Only a PNG, JPEG or WebP file opened as plain RGB (``agent.images.open_image`` returns those
+    unconverted), one frame, under the pixel budget, without an ICC profile, transparency or an
+    EXIF rotation (servers differ in applying those). Re-encoding cost ~0.6 ms for a 128 px image
+    and ~0.5 s for a 1600x1200 photo, whose PNG is ~6x its JPEG's bytes (2-core machine, loaded).
+
+    >>> file_data_url(Image.new("RGB", (4, 4)), 100) is None  # made in memory: no file
+    True
+    """
+    if not isinstance(image, ImageFile.ImageFile) or image.format not in _PASS_THROUGH or image.mode != "RGB":
+        return None
+    if (getattr(image, "n_frames", 1) != 1 or image.width * image.height > max_pixels
+            or {"icc_profile", "transparency"} & image.info.keys()
+            or ("exif" in image.info and image.getexif().get(_EXIF_ORIENTATION, 1) != 1)):
+        return None
+    try:
+        with open(image.filename, "rb") as fh:
+            data = fh.read()
+    except (OSError, TypeError, ValueError):
+        return None
+    return f"data:{_PASS_THROUGH[image.format]};base64," + base64.b64encode(data).decode("ascii")
+
+
+def image_url(image: Image.Image, max_pixels: int) -> str:
+    """What the model is sent for ``image``: ``file_data_url``, else ``image_data_url``."""
+    return file_data_url(image, max_pixels) or image_data_url(image, max_pixels)
+
+
+def _dropped(sock) -> bool:
+    """An idle kept-alive socket with something to read was closed by the server (or is out of step)."""
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    return bool(poller.poll(0))
+
+
+class _Connection(http.client.HTTPConnection):
+    """``http.client`` sends the headers and the body in two writes: without TCP_NODELAY (which
+    urllib3 sets) the body waits for the server's delayed ACK of the headers."""
+
+    def connect(self) -> None:
+        super().connect()
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+class _TLSConnection(http.client.HTTPSConnection):
+    __doc__ = _Connection.__doc__
+
+    def connect(self) -> None:
+        super().connect()
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+class _TransportError(Exception):
+    """No HTTP reply: timed out, refused, reset, dropped, TLS, proxy."""
 
 
 class OpenAIPolicy:
@@ -81,9 +152,11 @@ class OpenAIPolicy:
         self.timeout, self.retries, self.backoff, self.max_workers = timeout, retries, backoff, max_workers
         self.temperature, self.max_image_pixels = temperature, max_image_pixels
         self.tool_images_as, self.extra_body = tool_images_as, dict(extra_body or {})
-        self._pool_lock = threading.Lock()
-        self._http = None  # one urllib3 pool of kept-alive connections for every thread (``_pool``)
+        self._setup_lock = threading.Lock()
+        self._route = None  # how to connect, settled on the first request (``_setup``)
+        self._local = threading.local()  # each thread's kept-alive connection
         self._urls: dict[int, str] = {}  # id(image) -> data URL, dropped when the image is freed
+        self._tools_json: tuple[list, str] | None = None  # (episode.tools, its JSON): serialized once
 
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAIPolicy({self.base_url!r}, {self.model!r}, api_key_env={self.api_key_env!r})"
@@ -147,11 +220,11 @@ class OpenAIPolicy:
         return out
 
     def _image_url(self, image: Image.Image) -> str:
-        """``image_data_url``, once per image object: every turn re-sends the whole conversation."""
+        """``image_url``, once per image object: every turn re-sends the whole conversation."""
         key = id(image)
         url = self._urls.get(key)
         if url is None:
-            url = image_data_url(image, self.max_image_pixels)
+            url = image_url(image, self.max_image_pixels)
             if key not in self._urls:  # ids are reused after an object dies: forget it then
                 weakref.finalize(image, self._urls.pop, key, None)
             self._urls[key] = url
@@ -159,68 +232,114 @@ class OpenAIPolicy:
 
     # -- HTTP --
 
-    def _pool(self):
-        """One urllib3 pool for every thread (thread-safe; each request gets its own kept-alive
-        connection), with the proxy and CA settings ``requests.post`` would take from the environment
-        (``HTTPS_PROXY``/``NO_PROXY``, ``REQUESTS_CA_BUNDLE``), read once. urllib3 directly, not
-        ``requests``: its per-request preparation was a third of the client's CPU per request."""
-        if self._http is None:
-            with self._pool_lock:
-                if self._http is None:
+    def _setup(self) -> tuple:
+        """How to connect, with the proxy and CA settings ``requests.post`` would take from the
+        environment (``HTTPS_PROXY``/``NO_PROXY``, ``REQUESTS_CA_BUNDLE``), read once: ("direct",
+        connection factory, path) or, behind a proxy, ("proxy", urllib3 ProxyManager, URL)."""
+        if self._route is None:
+            with self._setup_lock:
+                if self._route is None:
                     import requests
-                    import urllib3
                     from requests.utils import DEFAULT_CA_BUNDLE_PATH, select_proxy
 
                     with requests.Session() as probe:
                         settings = probe.merge_environment_settings(self.base_url, {}, None, None, None)
-                    kwargs: dict = {"maxsize": POOL_SIZE, "retries": False}
-                    if self.base_url.startswith("https"):
-                        verify = settings["verify"]
-                        kwargs["cert_reqs"] = "CERT_REQUIRED" if verify else "CERT_NONE"
-                        if verify:
-                            kwargs["ca_certs"] = verify if isinstance(verify, str) else DEFAULT_CA_BUNDLE_PATH
+                    url, https = urlsplit(self.base_url), self.base_url.startswith("https")
+                    verify = settings["verify"]
+                    ca = (verify if isinstance(verify, str) else DEFAULT_CA_BUNDLE_PATH) if verify else None
                     proxy = select_proxy(self.base_url, settings["proxies"])
-                    self._http = urllib3.ProxyManager(proxy, **kwargs) if proxy else urllib3.PoolManager(**kwargs)
-        return self._http
+                    if proxy:
+                        import urllib3
 
-    def _post(self, payload: dict) -> dict:
-        import urllib3
+                        kwargs: dict = {"maxsize": POOL_SIZE, "retries": False}
+                        if https:
+                            kwargs.update(cert_reqs="CERT_REQUIRED" if verify else "CERT_NONE", ca_certs=ca)
+                        self._route = ("proxy", urllib3.ProxyManager(proxy, **kwargs),
+                                       f"{self.base_url}/chat/completions")
+                    elif https:
+                        context = ssl.create_default_context(cafile=ca)
+                        if not verify:
+                            context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+                        self._route = ("direct", lambda: _TLSConnection(
+                            url.hostname, url.port, timeout=self.timeout, context=context),
+                            f"{url.path}/chat/completions")
+                    else:
+                        self._route = ("direct", lambda: _Connection(
+                            url.hostname, url.port, timeout=self.timeout), f"{url.path}/chat/completions")
+        return self._route
 
+    def _send(self, body: bytes, headers: dict) -> tuple[int, bytes]:
+        """One POST; (status, body), or ``_TransportError``. Direct: this thread's kept-alive
+        connection (a new one if the server closed it while idle, as urllib3 does)."""
+        kind, how, target = self._setup()
+        if kind == "proxy":
+            import urllib3
+
+            try:
+                resp = how.request("POST", target, body=body, headers=headers,
+                                   timeout=urllib3.Timeout(connect=self.timeout, read=self.timeout))
+            except urllib3.exceptions.HTTPError as err:
+                timed_out = (isinstance(err, urllib3.exceptions.TimeoutError)  # a refusal subclasses it too
+                             and not isinstance(err, urllib3.exceptions.NewConnectionError))
+                raise _TransportError(f"timed out after {self.timeout:g}s" if timed_out else type(err).__name__)
+            return resp.status, resp.data
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = how()
+        elif conn.sock is not None and _dropped(conn.sock):
+            conn.close()  # reconnects on the request below
+        try:
+            conn.request("POST", target, body=body, headers=headers)
+            resp = conn.getresponse()
+            data = resp.read()
+        except (OSError, http.client.HTTPException) as err:
+            conn.close()
+            raise _TransportError(f"timed out after {self.timeout:g}s" if isinstance(err, TimeoutError)
+                                  else type(err).__name__) from None
+        return resp.status, data
+
+    def _post(self, body: bytes) -> dict:
         headers = {"Content-Type": "application/json"}
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        http, body = self._pool(), json.dumps(payload).encode()
         last = "no attempt"
         for attempt in range(self.retries + 1):
             if attempt:
                 time.sleep(self.backoff * 2 ** (attempt - 1))
             try:
-                resp = http.request("POST", f"{self.base_url}/chat/completions", body=body, headers=headers,
-                                    timeout=urllib3.Timeout(connect=self.timeout, read=self.timeout))
-            except urllib3.exceptions.HTTPError as err:  # timed out, refused, reset, dropped, TLS, proxy
-                timed_out = (isinstance(err, urllib3.exceptions.TimeoutError)  # a refusal subclasses it too
-                             and not isinstance(err, urllib3.exceptions.NewConnectionError))
-                last = f"timed out after {self.timeout:g}s" if timed_out else type(err).__name__
+                status, data = self._send(body, headers)
+            except _TransportError as err:
+                last = str(err)
                 continue
-            if resp.status == 429 or resp.status >= 500:
-                last = f"HTTP {resp.status}"
+            if status == 429 or status >= 500:
+                last = f"HTTP {status}"
                 continue
-            if resp.status != 200:
-                raise EndpointError(f"HTTP {resp.status}: {resp.data[:300].decode(errors='replace')}")
+            if status != 200:
+                raise EndpointError(f"HTTP {status}: {data[:300].decode(errors='replace')}")
             try:
-                return json.loads(resp.data)
+                return json.loads(data)
             except ValueError:
                 last = "a reply that is not JSON"
         raise EndpointError(f"endpoint failed after {self.retries + 1} attempts ({last})")
 
+    def _body(self, payload: dict, tools: list | None) -> bytes:
+        """The request's JSON; the tool schemas (the same list for every episode of an environment,
+        ~4 KB for six tools) are serialized once, and appended as ``json.dumps`` would."""
+        if tools and "tools" in payload:  # extra_body named tools too: the episode's win, in its place
+            payload["tools"], tools = tools, None
+        if not tools:
+            return json.dumps(payload).encode()
+        cached = self._tools_json  # ``tool_schemas`` hands each episode a fresh copy: compare, don't re-encode
+        if cached is None or (cached[0] is not tools and cached[0] != tools):
+            cached = self._tools_json = (tools, json.dumps(tools))
+        return (json.dumps(payload)[:-1] + ', "tools": ' + cached[1] + "}").encode()
+
     def _turn(self, episode: Episode, max_new_tokens: int) -> Turn:
         payload = {"model": self.model, "messages": self.to_openai_messages(episode.messages),
                    "max_tokens": max_new_tokens, "temperature": self.temperature, **self.extra_body}
-        if episode.tools:
-            payload["tools"] = episode.tools
         try:
-            reply = self._post(payload)
+            reply = self._post(self._body(payload, episode.tools))
             choice = reply["choices"][0]
             raw = choice["message"]
         except (EndpointError, KeyError, IndexError, TypeError) as err:

@@ -3,27 +3,40 @@
 A TIR-Bench-sized run (1,215 items, the real per-task counts, generated images in the official
 layout) against a loopback OpenAI-compatible server (``eval.fake_endpoint``, a real HTTP server in
 its own process, as vLLM would be) that answers every request after ``--latencies`` seconds
-(default 0.2 and 0.02) with the item's gold answer. For each latency the whole benchmark runs with
-``--concurrency`` episodes in flight, and the sequential client (concurrency 1) runs on the first
-items for about ``--sequential-seconds`` (at least 50 items): both are measured rates, nothing is
-extrapolated. "mean in flight" is the server's busy time (the sum of every request's time inside
-the server) over the run's wall time; the ideal is ``--concurrency``. Timings cover the agent loop
-and the prediction file (``run_benchmark``); loading and scoring are reported separately.
+(default 0.2 and 0.02) with the item's gold answer. For each latency the whole benchmark runs
+``--repeats`` times with ``--concurrency`` episodes in flight, each run a fresh client process; with
+``--baseline DIR`` (another checkout's root, e.g. ``git archive main``) its client code runs too,
+alternating with ours against the same server. The sequential client (concurrency 1) runs on the
+first items for about ``--sequential-seconds`` (at least 50 items): both are measured rates,
+nothing is extrapolated.
 
-    python bench/bench_eval.py [--concurrency 64] [--latencies 0.2 0.02] [--sequential-seconds 20]
+Per run: items/s and its share of the ideal (concurrency / latency); "mean in flight", the
+server's busy time (the sum of every request's time inside it) over the run's wall time (the
+ideal is the concurrency; a server answering late inflates it, so the server's mean time per
+request is printed beside it); the client's and the server's CPU. Medians with [min, max] over
+the repeats. Timings cover the agent loop and the prediction file (``run_benchmark``).
+
+    python bench/bench_eval.py [--concurrency 64] [--latencies 0.2 0.02] [--repeats 3] [--baseline DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import multiprocessing
 import os
 import platform
+import re
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _serve(gold: dict[str, str], latency: float, conn) -> None:
@@ -39,7 +52,7 @@ def _serve(gold: dict[str, str], latency: float, conn) -> None:
         conn.send(endpoint.url)
         while conn.recv() == "stats":
             conn.send({"requests": endpoint.requests, "max_in_flight": endpoint.max_in_flight,
-                       "busy_seconds": endpoint.busy_seconds})
+                       "busy_seconds": endpoint.busy_seconds, "cpu_s": time.process_time()})
 
 
 class _Server:
@@ -61,60 +74,117 @@ class _Server:
         self._process.join(5)
 
 
-def measure(items, url: str, concurrency: int, out: Path) -> dict:
-    """Run ``items`` at ``concurrency`` through ``run_benchmark``; time it and read the server's counters."""
+def client(url: str, data: str, concurrency: int, limit: int, out: str) -> None:
+    """One timed client run, in its own process (``--client``); the code is whichever ``eval`` and
+    ``agent`` the ``PYTHONPATH`` names (ours or ``--baseline``). Prints its JSON result."""
     from agent.openai_policy import OpenAIPolicy
     from eval.config import EvalConfig
+    from eval.loaders import load_benchmark
     from eval.runner import env_factory, run_benchmark
 
-    cfg = EvalConfig(model=url, concurrency=concurrency, save_trajectories=False, request_timeout=30.0)
-    policy = OpenAIPolicy(url, "fake-model", timeout=30.0, max_workers=1)
-    cpu = time.process_time()
-    begin = time.perf_counter()
-    predictions = run_benchmark("tir_bench", items, policy, cfg, out, env_factory("tir_bench", cfg))
-    seconds = time.perf_counter() - begin
-    return {"seconds": seconds, "predictions": predictions, "client_cpu_s": time.process_time() - cpu}
+    items = load_benchmark("tir_bench", data)[:limit]
+
+    def run(items, out: Path) -> dict:
+        cfg = EvalConfig(model=url, concurrency=concurrency, save_trajectories=False, request_timeout=30.0)
+        policy = OpenAIPolicy(url, "fake-model", timeout=30.0, max_workers=1)
+        return run_benchmark("tir_bench", items, policy, cfg, out, env_factory("tir_bench", cfg))
+
+    run(items[:64], Path(out) / "warmup")  # imports, connections
+    print("ready", flush=True)
+    sys.stdin.readline()  # the parent reads the server's counters, then says go
+    cpu, begin = time.process_time(), time.perf_counter()
+    predictions = run(items, Path(out) / "run")
+    seconds, cpu = time.perf_counter() - begin, time.process_time() - cpu
+    records = {k: {"status": r["status"], "response": r["response"]} for k, r in predictions.items()}
+    print(json.dumps({"seconds": seconds, "client_cpu_s": cpu, "items": len(items), "records": records,
+                      "predictions_sha1": hashlib.sha1(json.dumps(sorted(records.items())).encode()).hexdigest()}),
+          flush=True)
 
 
-def at_latency(items, gold, latency: float, args, tmp: Path) -> tuple[dict, dict]:
-    server = _Server(gold, latency)
-    try:
-        measure(items[:64], server.url, args.concurrency, tmp / f"warmup_{latency}")  # imports, connections
-        before = server.stats()
-        concurrent = measure(items, server.url, args.concurrency, tmp / f"concurrent_{latency}")
+def measure(server: _Server, tree: Path, data: Path, concurrency: int, limit: int, out: Path) -> dict:
+    """A client run of ``tree``'s code in a fresh process, with the server's counters around it."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    command = [sys.executable, str(Path(__file__).resolve()), "--client", server.url, str(data), str(concurrency),
+               str(limit), str(out)]
+    with subprocess.Popen(command, env=env, cwd=tree, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as child:
+        ready = child.stdout.readline()
+        before = server.stats()  # after the client's warm-up, before its timed run
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        result = child.stdout.readline()
         after = server.stats()
-        n_sequential = min(len(items), max(50, round(args.sequential_seconds / latency)))
-        sequential = measure(items[:n_sequential], server.url, 1, tmp / f"sequential_{latency}")
+        errors = child.stderr.read()
+    if ready.strip() != "ready" or child.returncode:
+        raise SystemExit(f"error: the client of {tree} failed:\n{errors[-3000:]}")
+    run = json.loads(result)
+    requests = max(1, after["requests"] - before["requests"])
+    busy = after["busy_seconds"] - before["busy_seconds"]
+    run.update(items_per_s=run["items"] / run["seconds"], in_flight=busy / run["seconds"],
+               client_cpu_ms_per_item=1000 * run["client_cpu_s"] / run["items"],
+               server_cpu_ms_per_request=1000 * (after["cpu_s"] - before["cpu_s"]) / requests,
+               server_ms_per_request=1000 * busy / requests)
+    return run
+
+
+def _spread(runs: list[dict], key: str, digits: int = 1) -> list:
+    """[median, min, max] of ``key`` over the runs."""
+    values = [r[key] for r in runs]
+    return [round(statistics.median(values), digits), round(min(values), digits), round(max(values), digits)]
+
+
+def at_latency(latency: float, gold: dict, data: Path, n_items: int, args, tmp: Path) -> dict:
+    trees = {"ours": ROOT} | ({"baseline": Path(args.baseline).resolve()} if args.baseline else {})
+    server = _Server(gold, latency)
+    runs: dict[str, list[dict]] = {name: [] for name in trees}
+    try:
+        for repeat in range(args.repeats):
+            order = list(trees) if repeat % 2 == 0 else list(trees)[::-1]  # interleaved, alternating first
+            for name in order:
+                runs[name].append(measure(server, trees[name], data, args.concurrency, n_items,
+                                          tmp / f"{name}_{latency}_{repeat}"))
+        n_sequential = min(n_items, max(50, round(args.sequential_seconds / latency)))
+        sequential = measure(server, ROOT, data, 1, n_sequential, tmp / f"sequential_{latency}")
     finally:
         server.stop()
-    in_flight = (after["busy_seconds"] - before["busy_seconds"]) / concurrent["seconds"]
-    rate = len(items) / concurrent["seconds"]
-    sequential_rate = n_sequential / sequential["seconds"]
-    return {
-        "endpoint_latency_s": latency,
-        "concurrency": args.concurrency,
-        "concurrent_run_s": round(concurrent["seconds"], 2),
-        "concurrent_items_per_s": round(rate, 1),
-        "ideal_items_per_s": round(args.concurrency / latency, 1),
-        "mean_requests_in_flight": round(in_flight, 1),
-        "in_flight_share_of_ideal": round(in_flight / args.concurrency, 3),
-        "max_requests_in_flight": after["max_in_flight"],  # since the server started (warm-up included)
-        "requests": after["requests"] - before["requests"],
-        "client_cpu_ms_per_item": round(1000 * concurrent["client_cpu_s"] / len(items), 2),
-        "sequential_items_measured": n_sequential,
-        "sequential_s": round(sequential["seconds"], 2),
-        "sequential_items_per_s": round(sequential_rate, 2),
-        "speedup_over_sequential": round(rate / sequential_rate, 1),
-    }, concurrent["predictions"]
+    ideal = args.concurrency / latency
+    result = {"endpoint_latency_s": latency, "concurrency": args.concurrency, "ideal_items_per_s": round(ideal, 1)}
+    for name, these in runs.items():
+        result[name] = {
+            "items_per_s": _spread(these, "items_per_s"),
+            "share_of_ideal_items_per_s": [round(v / ideal, 3) for v in _spread(these, "items_per_s")],
+            "mean_requests_in_flight": _spread(these, "in_flight"),
+            "server_ms_per_request": _spread(these, "server_ms_per_request", 2),
+            "client_cpu_ms_per_item": _spread(these, "client_cpu_ms_per_item", 2),
+            "server_cpu_ms_per_request": _spread(these, "server_cpu_ms_per_request", 3),
+            "speedup_over_sequential": round(statistics.median(r["items_per_s"] for r in these)
+                                             / sequential["items_per_s"], 1),
+        }
+    digests = {r["predictions_sha1"] for these in runs.values() for r in these}
+    result["same_predictions_every_run"] = len(digests) == 1
+    result["sequential"] = {"items_measured": n_sequential, "seconds": round(sequential["seconds"], 2),
+                            "items_per_s": round(sequential["items_per_s"], 2)}
+    result["_records"] = runs["ours"][0]["records"]
+    return result
 
 
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--client":
+        url, data, concurrency, limit, out = sys.argv[2:7]
+        logging.basicConfig(level=logging.WARNING)
+        client(url, data, int(concurrency), int(limit), out)
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--latencies", type=float, nargs="+", default=[0.2, 0.02])
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs per client and latency")
+    parser.add_argument("--baseline", default=None,
+                        help="root of another checkout whose client runs alternately with ours")
     parser.add_argument("--sequential-seconds", type=float, default=20.0,
                         help="the sequential baseline runs max(50, this / latency) items, measured")
     args = parser.parse_args()
+    if args.baseline and not (Path(args.baseline) / "eval" / "runner.py").is_file():
+        parser.error(f"--baseline {args.baseline}: no eval/runner.py there")
     logging.basicConfig(level=logging.WARNING)
 
     from eval.fixtures import TIR_TASK_COUNTS, write_tir_bench
@@ -132,23 +202,29 @@ def main() -> None:
         gold = {it.example["question"]: gold_response(it) for it in items}
         runs = []
         for latency in args.latencies:
-            result, predictions = at_latency(items, gold, latency, args, tmp)
-            start = time.perf_counter()
+            result = at_latency(latency, gold, tmp / "tir_bench", len(items), args, tmp)
+            predictions = {k: {"id": k, **r} for k, r in result.pop("_records").items()}
             metrics = aggregate("tir_bench", score_predictions(items, predictions))
-            result.update({"accuracy_of_gold_replies": metrics["overall"]["accuracy"], "failed": metrics["n_failed"],
-                           "scoring_s": round(time.perf_counter() - start, 3)})
+            result.update({"accuracy_of_gold_replies": metrics["overall"]["accuracy"], "failed": metrics["n_failed"]})
             runs.append(result)
 
-    print(json.dumps({
+    print(_compact(json.dumps({
         "benchmark": "eval client: TIR-Bench-sized run against a loopback OpenAI-compatible endpoint",
         "items": len(items),
+        "format": "[median, min, max] over the repeats",
         "runs": runs,
         "goal_in_flight_share": 0.9,
         "write_and_load_dataset_s": round(load_s, 2),
         "load_average_before_after": [round(load_before, 2), round(os.getloadavg()[0], 2)],
         "cpu_count": os.cpu_count(),
         "python": platform.python_version(),
-    }, indent=1))
+    }, indent=1)))
+
+
+def _compact(text: str) -> str:
+    """One line per [median, min, max]."""
+    return re.sub(r"\[\s+([-\d.e, \n]+?)\s+\]", lambda m: "[" + ", ".join(v.strip() for v in m.group(1).split(",")) + "]",
+                  text)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ import os
 import re
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from eval.config import EvalConfig
@@ -34,6 +33,7 @@ class PredictionStore:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
+        self._fh = None  # kept open between appends (``close``): one open per run, not per record
 
     def load(self) -> dict[str, dict]:
         """Records by id. A line cut short by a crash is skipped (its item simply runs again)."""
@@ -54,15 +54,22 @@ class PredictionStore:
     def append(self, record: dict) -> None:
         line = json.dumps(record, ensure_ascii=False) + "\n"
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a+", encoding="utf-8") as fh:
-                fh.seek(0, os.SEEK_END)
-                if fh.tell():  # a torn last line from a crash must not swallow this record
-                    fh.seek(fh.tell() - 1)
-                    if fh.read(1) != "\n":
-                        fh.write("\n")
-                fh.write(line)
-                fh.flush()  # in the OS's hands now: a killed process loses nothing written
+            if self._fh is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._fh = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - until close()
+                self._fh.seek(0, os.SEEK_END)
+                if self._fh.tell():  # a torn last line from a crash must not swallow this record
+                    self._fh.seek(self._fh.tell() - 1)
+                    if self._fh.read(1) != "\n":
+                        self._fh.write("\n")
+            self._fh.write(line)
+            self._fh.flush()  # in the OS's hands now: a killed process loses nothing written
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None
 
 
 # -- policies --
@@ -264,11 +271,45 @@ def run_benchmark(benchmark: str, items: list[EvalItem], policy, cfg: EvalConfig
             store.append(record)
             progress.update(record)
 
-    if getattr(policy, "batched", False):
-        for start in range(0, len(pending), max(1, cfg.batch_size)):
-            run_chunk(pending[start:start + max(1, cfg.batch_size)])
-    elif pending:
-        with ThreadPoolExecutor(max_workers=max(1, cfg.concurrency), thread_name_prefix=f"eval-{benchmark}") as pool:
-            for future in as_completed([pool.submit(run_chunk, [it]) for it in pending]):
-                future.result()
+    try:
+        if getattr(policy, "batched", False):
+            for start in range(0, len(pending), max(1, cfg.batch_size)):
+                run_chunk(pending[start:start + max(1, cfg.batch_size)])
+        elif pending:
+            _in_threads(run_chunk, pending, cfg.concurrency, f"eval-{benchmark}")
+    finally:
+        store.close()
     return store.load()
+
+
+def _in_threads(run_chunk, pending: list[EvalItem], concurrency: int, name: str) -> None:
+    """``run_chunk([item])`` for every item, ``concurrency`` threads each taking the next item until
+    none is left (no future, waiter or hand-off per item, as a thread pool has). The first error
+    out of ``run_chunk`` (a prediction that could not be written) stops the run and is raised here."""
+    next_item, errors = iter(pending).__next__, []
+    take = threading.Lock()
+
+    def work() -> None:
+        while not errors:
+            with take:
+                try:
+                    item = next_item()
+                except StopIteration:
+                    return
+            try:
+                run_chunk([item])
+            except BaseException as err:  # noqa: BLE001 - handed to the caller's thread
+                errors.append(err)
+
+    threads = [threading.Thread(target=work, name=f"{name}_{k}", daemon=True)
+               for k in range(max(1, min(concurrency, len(pending))))]
+    for thread in threads:
+        thread.start()
+    try:
+        for thread in threads:
+            thread.join()
+    except BaseException as err:  # Ctrl-C: no new episode starts; those in flight end with the process
+        errors.append(err)
+        raise
+    if errors:
+        raise errors[0]

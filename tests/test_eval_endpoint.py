@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 from agent.images import load_example_images
-from agent.openai_policy import image_data_url
+from agent.openai_policy import image_url
 from eval.config import EvalConfig
 from eval.fake_endpoint import FakeEndpoint
 from eval.fixtures import write_fixtures
@@ -56,7 +56,7 @@ class Oracle:
     def __init__(self, items) -> None:
         self.items = []
         for item in items:
-            urls = tuple(_sha(image_data_url(img, MAX_IMAGE_PIXELS)) for img in load_example_images(item.example))
+            urls = tuple(_sha(image_url(img, MAX_IMAGE_PIXELS)) for img in load_example_images(item.example))
             self.items.append((urls, _item_text(item), item))
 
     def item(self, request: dict):

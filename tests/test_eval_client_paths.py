@@ -1,0 +1,144 @@
+"""The eval client's fast paths keep its results: images sent as their files' own bytes only when
+those decode to the very pixels we hold, kept-alive connections the server closed are reopened
+without costing an attempt, request bodies equal ``json.dumps``, and the prediction file written
+through one open handle still heals a torn line. Real files, real loopback server."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import time
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from agent.episode import Episode
+from agent.images import open_image
+from agent.openai_policy import OpenAIPolicy, image_data_url, image_url
+from eval.fake_endpoint import FakeEndpoint
+from eval.runner import PredictionStore
+
+BUDGET = 2048 * 2048
+
+
+def _decode(url: str) -> tuple[bytes, Image.Image]:
+    data = base64.b64decode(url.split(",", 1)[1])
+    return data, Image.open(io.BytesIO(data))
+
+
+def _photo(size=(96, 64)) -> Image.Image:
+    rng = np.random.default_rng(0)
+    return Image.fromarray(rng.integers(0, 255, (size[1], size[0], 3), dtype=np.uint8))
+
+
+def test_images_travel_as_their_files_only_when_the_pixels_are_the_same(tmp_path):
+    photo = _photo()
+    exif = Image.Exif()
+    exif[0x0112] = 6  # "rotate 90": servers differ in applying it
+    files = {
+        "plain.png": lambda p: photo.save(p), "plain.jpg": lambda p: photo.save(p, quality=80),
+        "lossy.webp": lambda p: photo.save(p, quality=70),
+        "alpha.png": lambda p: photo.convert("RGBA").save(p), "grey.jpg": lambda p: photo.convert("L").save(p),
+        "rotated.jpg": lambda p: photo.save(p, exif=exif), "big.png": lambda p: _photo((300, 300)).save(p),
+        "icc.png": lambda p: photo.save(p, icc_profile=b"\0" * 128),
+    }
+    for name, write in files.items():
+        write(tmp_path / name)
+    for name in files:
+        image = open_image(tmp_path / name)
+        url = image_url(image, 200 * 200)
+        sent, decoded = _decode(url)
+        if name.startswith(("plain", "lossy")):
+            assert sent == (tmp_path / name).read_bytes(), name  # the file itself, not re-encoded
+            assert url.startswith({"png": "data:image/png", "jpg": "data:image/jpeg", "webp": "data:image/webp"}
+                                  [name.rsplit(".", 1)[1]])
+            assert np.array_equal(np.asarray(decoded.convert("RGB")), np.asarray(image)), name
+        else:  # anything a server could decode differently: re-encoded, as before
+            assert url == image_data_url(image, 200 * 200), name
+            assert decoded.format == "PNG"
+
+
+def _episode(text: str) -> Episode:
+    return Episode(index=0, env=None, tools=[], messages=[{"role": "user", "content": [{"type": "text", "text": text}]}])
+
+
+def test_a_kept_alive_connection_the_server_closed_is_reopened_without_a_failed_attempt():
+    with FakeEndpoint(lambda request, attempt: {"content": "<answer>A</answer>"}) as endpoint:
+        policy = OpenAIPolicy(endpoint.url, "m", api_key_env="", retries=0)  # no retry to hide a failure
+        for k in range(3):
+            (turn,) = policy.generate([_episode(f"q{k}")], 8)
+            assert turn.error is None
+            endpoint.close_idle_connections()  # the server's keep-alive timeout ran out
+            time.sleep(0.05)
+        assert endpoint.requests == 3 and endpoint.connections == 3
+
+
+def test_request_bodies_equal_json_dumps():
+    policy = OpenAIPolicy("http://127.0.0.1:9/v1", "m", extra_body={"top_p": 0.9})
+    tools = [{"type": "function", "function": {"name": "crop", "parameters": {"type": "object"}}}]
+    payload = {"model": "m", "messages": [{"role": "user", "content": "é?"}], "max_tokens": 4, "top_p": 0.9}
+    for _ in range(2):  # the second time from the cached schemas, handed over as a fresh copy
+        assert policy._body(dict(payload), json.loads(json.dumps(tools))) == json.dumps({**payload, "tools": tools}).encode()
+    assert policy._body(dict(payload), []) == json.dumps(payload).encode()
+    # extra_body naming "tools" too: the episode's schemas win, where the key stood
+    assert policy._body({**payload, "tools": "x", "n": 1}, tools) == json.dumps({**payload, "tools": tools, "n": 1}).encode()
+
+
+def test_prediction_store_appends_through_one_handle_and_heals_a_torn_line(tmp_path):
+    path = tmp_path / "predictions.jsonl"
+    path.write_text('{"id": "1", "status": "ok"}\n{"id": "2", "sta', encoding="utf-8")  # killed mid-write
+    store = PredictionStore(path)
+    store.append({"id": "2", "status": "ok"})
+    store.append({"id": "3", "status": "failed"})
+    assert path.read_text(encoding="utf-8").endswith('"failed"}\n')  # flushed before close
+    store.close()
+    store.append({"id": "3", "status": "ok"})  # reopens after close
+    store.close()
+    assert {k: r["status"] for k, r in PredictionStore(path).load().items()} == {"1": "ok", "2": "ok", "3": "ok"}
+
+
+def test_a_prediction_that_cannot_be_written_stops_the_run(tmp_path):
+    from eval.config import EvalConfig
+    from eval.fixtures import write_tir_bench
+    from eval.loaders import load_benchmark
+    from eval.runner import env_factory, run_benchmark
+
+    items = load_benchmark("tir_bench", write_tir_bench(tmp_path / "tir"))
+    (tmp_path / "out" / "predictions.jsonl").mkdir(parents=True)  # a folder where the file should be
+    with FakeEndpoint(lambda request, attempt: {"content": "<answer>A</answer>"}) as endpoint:
+        cfg = EvalConfig(model=endpoint.url, concurrency=4, save_trajectories=False)
+        policy = OpenAIPolicy(endpoint.url, "m", api_key_env="", max_workers=1)
+        with pytest.raises(IsADirectoryError):
+            run_benchmark("tir_bench", items, policy, cfg, tmp_path / "out", env_factory("tir_bench", cfg))
+        assert endpoint.requests < len(items)  # stopped early, did not run everything unrecorded
+
+
+def test_https_verifies_the_servers_certificate_with_the_environments_ca_bundle(tmp_path, monkeypatch):
+    import shutil
+    import ssl
+    import subprocess
+
+    if not shutil.which("openssl"):
+        pytest.skip("needs the openssl command to make a certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "CURL_CA_BUNDLE"):
+        monkeypatch.delenv(name, raising=False)
+    with FakeEndpoint(lambda request, attempt: {"content": "<answer>A</answer>"}, ssl_context=context) as endpoint:
+        assert endpoint.url.startswith("https://")
+        # Control: the default CA bundle does not know this certificate.
+        monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
+        (turn,) = OpenAIPolicy(endpoint.url, "m", api_key_env="", retries=0).generate([_episode("q")], 8)
+        assert turn.error and "SSLCertVerificationError" in turn.error
+        monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert))
+        policy = OpenAIPolicy(endpoint.url, "m", api_key_env="", retries=0)
+        for k in range(2):
+            (turn,) = policy.generate([_episode(f"q{k}")], 8)
+            assert turn.error is None and turn.message["content"] == "<answer>A</answer>"
+        assert endpoint.connections == 1  # one kept-alive connection (the refused handshake never counted)
