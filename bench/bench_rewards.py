@@ -1,6 +1,7 @@
 """Reward scorer throughput and TIR-Bench extraction agreement; prints one JSON object.
 
-    python bench/bench_rewards.py [--n 100000] [--agreement-n 5000] [--seed 0]
+    python bench/bench_rewards.py [--n 100000] [--agreement-n 5000] [--seed 0] [--strict-only]
+                                  [--baseline DIR] [--passes 5]
 
 - ``rule_scorings_per_s_per_core``: one process, CPU time (``time.process_time``, so other load on
   the machine does not count), over N mixed completions: TIR-Bench (every answer kind, strict
@@ -11,7 +12,9 @@
   pass: ``ratio`` = scorings per calibration loop, which holds when the machine is busy (both slow
   down alike). ``quiet_equivalent_per_s`` = ratio x ``CALIBRATION_QUIET_PER_S`` (the loop's rate on
   this machine when quiet, see the constant); the goal is >= 60,000 (issue 15). ``spread`` is the
-  min-max of the per-pass ratios.
+  min-max of the per-pass ratios. ``--baseline DIR`` (an older checkout, ``git archive <commit> rewards
+  | tar -x -C DIR``) times that checkout's strict scorer on the same chunks, interleaved with ours:
+  ``baseline`` holds its figures and ``speedup`` ours / baseline per pass (median, min-max).
 - ``math_verify_fallback``: the official int/float judges' math-verify fallback, timed apart
   (extractions the cheap integer/float comparison cannot settle, such as ``\\frac{3}{2}``).
 - ``extraction_agreement``: share of responses where ``score(item, r, "official")`` equals
@@ -21,6 +24,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import random
 import re
@@ -126,34 +130,74 @@ def calibration_loop(rounds: int = 2) -> int:
     return total + len(counts)
 
 
-def strict_vs_calibration(work: list[tuple[str, tuple]], passes: int = 5, chunk: int = 250) -> dict:
-    """Strict TIR-Bench scorings per CPU-second, and per calibration loop: each chunk of scorings is
-    followed by a matching amount of calibration work, so both see the same load."""
-    tir = [args for source, args in work if source == "tir_bench"]
-    for item, response in tir[:2000]:
-        tir_bench.score(item, response, "strict")  # warm caches and lazy imports
-    loops = max(1, chunk // 10)
-    rates, cal_rates, ratios = [], [], []
-    for _ in range(passes):
-        score_time = cal_time = 0.0
-        for at in range(0, len(tir), chunk):
-            start = time.process_time()
-            for item, response in tir[at:at + chunk]:
-                tir_bench.score(item, response, "strict")
-            middle = time.process_time()
-            for _ in range(loops):
-                calibration_loop()
-            score_time += middle - start
-            cal_time += time.process_time() - middle
-        n_chunks = -(-len(tir) // chunk)
-        rates.append(len(tir) / max(score_time, 1e-9))
-        cal_rates.append(n_chunks * loops / max(cal_time, 1e-9))
-        ratios.append(rates[-1] / cal_rates[-1])
+def load_baseline_score(root: Path):
+    """``rewards.tir_bench.score`` of an older checkout at ``root`` (``git archive <commit> | tar -x -C
+    root``), imported beside ours: its modules are swapped out of ``sys.modules`` once loaded, and
+    its functions keep their own globals."""
+    ours = {name: sys.modules.pop(name) for name in list(sys.modules) if name.split(".")[0] == "rewards"}
+    sys.path.insert(0, str(root))
+    try:
+        module = importlib.import_module("rewards.tir_bench")
+        if Path(module.__file__).resolve().parents[1] != root.resolve():
+            raise SystemExit(f"error: --baseline {root} has no rewards/tir_bench.py")
+        return module.score
+    finally:
+        sys.path.remove(str(root))
+        for name in [name for name in sys.modules if name.split(".")[0] == "rewards"]:
+            del sys.modules[name]
+        sys.modules.update(ours)
+
+
+def _summary(scorings: int, rates: list[float], cal_rates: list[float], passes: int) -> dict:
+    ratios = [r / c for r, c in zip(rates, cal_rates)]
     ratio = sorted(ratios)[len(ratios) // 2]  # median pass
-    return {"scorings": len(tir), "passes": passes, "strict_per_s_per_core": round(max(rates)),
+    return {"scorings": scorings, "passes": passes, "strict_per_s_per_core": round(max(rates)),
             "calibration_per_s_per_core": round(max(cal_rates)), "ratio": round(ratio, 3),
             "spread": [round(min(ratios), 3), round(max(ratios), 3)],
             "quiet_equivalent_per_s": round(ratio * CALIBRATION_QUIET_PER_S), "goal_per_s": 60_000}
+
+
+def strict_vs_calibration(work: list[tuple[str, tuple]], passes: int = 5, chunk: int = 250,
+                          baseline=None) -> dict:
+    """Strict TIR-Bench scorings per CPU-second, and per calibration loop: each chunk of scorings is
+    followed by a matching amount of calibration work, so both see the same load. With ``baseline``
+    (an older ``score``), each chunk is scored by both, in alternating order, each followed by its
+    own calibration: ``speedup`` is ours / baseline per pass, both measured under the same load."""
+    tir = [args for source, args in work if source == "tir_bench"]
+    scorers = {"ours": tir_bench.score}
+    if baseline is not None:
+        scorers["baseline"] = baseline
+    for score in scorers.values():
+        for item, response in tir[:2000]:
+            score(item, response, "strict")  # warm caches and lazy imports
+    loops = max(1, chunk // 10)
+    rates: dict[str, list[float]] = {name: [] for name in scorers}
+    cal_rates: dict[str, list[float]] = {name: [] for name in scorers}
+    for _ in range(passes):
+        score_time = dict.fromkeys(scorers, 0.0)
+        cal_time = dict.fromkeys(scorers, 0.0)
+        for k, at in enumerate(range(0, len(tir), chunk)):
+            for name in (list(scorers) if k % 2 == 0 else list(scorers)[::-1]):
+                score = scorers[name]
+                start = time.process_time()
+                for item, response in tir[at:at + chunk]:
+                    score(item, response, "strict")
+                middle = time.process_time()
+                for _ in range(loops):
+                    calibration_loop()
+                score_time[name] += middle - start
+                cal_time[name] += time.process_time() - middle
+        n_chunks = -(-len(tir) // chunk)
+        for name in scorers:
+            rates[name].append(len(tir) / max(score_time[name], 1e-9))
+            cal_rates[name].append(n_chunks * loops / max(cal_time[name], 1e-9))
+    result = _summary(len(tir), rates["ours"], cal_rates["ours"], passes)
+    if baseline is not None:
+        result["baseline"] = _summary(len(tir), rates["baseline"], cal_rates["baseline"], passes)
+        speedups = sorted(a / b for a, b in zip(rates["ours"], rates["baseline"]))
+        result["speedup"] = {"median": round(speedups[len(speedups) // 2], 3),
+                             "spread": [round(speedups[0], 3), round(speedups[-1], 3)]}
+    return result
 
 
 def math_verify_fallback(rng: random.Random, n: int = 300) -> dict:
@@ -196,14 +240,22 @@ def main() -> None:
     parser.add_argument("--agreement-n", type=int, default=5000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--strict-only", action="store_true", help="only the strict scorer vs calibration")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="an older checkout (git archive <commit> | tar -x -C DIR): its strict scorer is "
+                             "timed interleaved with ours")
+    parser.add_argument("--passes", type=int, default=5, help="strict scorer passes over the workload")
     args = parser.parse_args()
+    if args.baseline is not None and not (args.baseline / "rewards" / "tir_bench.py").is_file():
+        parser.error(f"--baseline {args.baseline}: no rewards/tir_bench.py there")
+    baseline = None if args.baseline is None else load_baseline_score(args.baseline)
     rng = random.Random(args.seed)
     work = build_workload(args.n, rng)
+    strict = strict_vs_calibration(work, passes=args.passes, baseline=baseline)
     if args.strict_only:
-        print(json.dumps({"tir_strict": strict_vs_calibration(work)}, indent=2))
+        print(json.dumps({"tir_strict": strict}, indent=2))
         return
     mean_chars = sum(len(a[0] if s != "tir_bench" else a[1]) for s, a in work) / max(1, len(work))
-    result = {"tir_strict": strict_vs_calibration(work), "throughput": throughput(work),
+    result = {"tir_strict": strict, "throughput": throughput(work),
               "mean_response_chars": round(mean_chars),
               "math_verify_fallback": math_verify_fallback(random.Random(args.seed + 1)),
               "extraction_agreement": agreement(random.Random(args.seed + 2), args.agreement_n)}

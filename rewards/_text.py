@@ -1,4 +1,4 @@
-"""Text helpers shared by the scorers: completion text, answer blocks, boxed content.
+"""Text helpers shared by the scorers: completion text, answer blocks, boxed content, lists of numbers.
 
 Every helper is total (never raises on a str) and cheap: they use ``str.rfind`` from the end
 of the text, since a final answer sits at the end and responses can be long.
@@ -91,7 +91,7 @@ def after_think(text: str) -> str:
     cut = text.rfind(_THINK_CLOSE)
     if cut >= 0:
         tail = text[cut + len(_THINK_CLOSE):]
-        if tail.strip():
+        if tail and not tail.isspace():  # what tail.strip() tells, without copying the tail
             return tail
     return text
 
@@ -104,6 +104,8 @@ def last_tag_block(text: str, tag: str) -> tuple[str, int] | None:
     >>> last_tag_block("no block", "answer") is None
     True
     """
+    if "<" not in text:  # one memchr: far cheaper than an rfind of the tag
+        return None
     open_tag, close_tag = _TAGS.get(tag) or (f"<{tag}>", f"</{tag}>")
     start = text.rfind(open_tag)
     if start < 0:
@@ -154,6 +156,8 @@ def last_boxed(text: str) -> tuple[str, int] | None:
     >>> last_boxed(r"try \\boxed{1} then \\boxed{\\frac{1}{2}}")
     ('\\\\frac{1}{2}', 19)
     """
+    if "\\" not in text:  # one memchr: far cheaper than the two rfinds
+        return None
     pos = len(text)
     for _ in range(16):  # skip at most a few unbalanced boxes from the end
         start = max(text.rfind("\\boxed{", 0, pos), text.rfind("\\fbox{", 0, pos))
@@ -238,3 +242,80 @@ def parse_json_field(value: Any) -> Any:
         except (ValueError, RecursionError):
             return None
     return value
+
+
+# ---- lists of numbers in an answer (TIR-Bench index sets, jigsaw rows) ----------------------------
+
+DIGITS = re.compile(r"\d+")
+_INDEX_WORDS = re.compile(r"\b(?:patch(?:es)?|ind(?:ex|ices)|cells?|no\.|numbers?)\s*|#", re.IGNORECASE)
+_INDEX_WORD_HINTS = ("patch", "ind", "cell", "no.", "number", "#")  # one is in every match
+_BRACKET_LIST = re.compile(r"[\[{(]([\d\s,，;、]*\d[\d\s,，;、]*)[\]})]")
+_INDEX_RUN = re.compile(r"\d+(?:\s*(?:,\s*and|,|，|、|;|and|&|\+)\s*\d+)*")
+_ROW_LABEL = re.compile(r"\b(?:row|line)\s*\d+\s*(?:[:：=]|->|→|[-–—](?!\s*\d))|第\s*\d+\s*行\s*[:：]?",
+                        re.IGNORECASE)
+_ROW_LABEL_HINTS = ("row", "line")  # every _ROW_LABEL match holds one (or 第, not ASCII)
+# Maximal runs of these characters (with brackets, then without): findall gives a run holding a
+# digit, and "" for one without (the second branch eats it whole, so the scan stays linear)
+_JIGSAW_CHARS = re.compile(r"([\d\s,，;、|\[\]()]*\d[\d\s,，;、|\[\]()]*)|[\s,，;、|\[\]()]+")
+_OFFICIAL_JIGSAW_CHARS = re.compile(r"([\d\s,，]*\d[\d\s,，]*)|[\s,，]+")
+
+
+def may_match(text: str, hints: tuple[str, ...]) -> bool:
+    """False only when a case-insensitive regex needing one of these words cannot match: an ASCII
+    text holding none of them (lowered). Non-ASCII text always may (IGNORECASE folds "ı" to "i").
+
+    >>> may_match("Row 2, column 5", ("row",)), may_match("(2, 5)", ("row",))
+    (True, False)
+    """
+    if not text.isascii():
+        return True
+    lowered = text.lower()
+    for hint in hints:
+        if hint in lowered:
+            return True
+    return False
+
+
+def read_index_set(text: str) -> list[int] | None:
+    """The LAST bracketed index list, else the last run of ≥ 2 indices, else the last index.
+
+    >>> read_index_set("checked 1, 2; answer [7, 11, 12] (n=4, m=5)")
+    [7, 11, 12]
+    >>> read_index_set("Patches 7, 11, and 12 differ.")
+    [7, 11, 12]
+    """
+    if may_match(text, _INDEX_WORD_HINTS):
+        text = _INDEX_WORDS.sub("", text)
+    lists = _BRACKET_LIST.findall(text)
+    if lists:
+        return [int(x) for x in DIGITS.findall(lists[-1])]
+    runs = _INDEX_RUN.findall(text)
+    multi = [r for r in runs if not r.isdigit()]  # a run with a separator holds >= 2 indices
+    chosen = multi[-1] if multi else (runs[-1] if runs else None)
+    return None if chosen is None else [int(x) for x in DIGITS.findall(chosen)]
+
+
+def drop_row_labels(text: str) -> str:
+    return _ROW_LABEL.sub(" ", text) if may_match(text, _ROW_LABEL_HINTS) else text
+
+
+def read_jigsaw(text: str, n: int) -> list[int] | None:
+    """The LAST run (digits, separators, brackets) holding exactly n² numbers, row labels dropped;
+    else the last n² numbers.
+
+    >>> read_jigsaw("Row 1: [2, 1]\\nRow 2: [4, 3]", 2)
+    [2, 1, 4, 3]
+    """
+    total = n * n
+    text = drop_row_labels(text)
+    for runs in (_JIGSAW_CHARS, _OFFICIAL_JIGSAW_CHARS):  # with brackets first, then without
+        for run in reversed(runs.findall(text)):
+            if not run:  # no digit in it
+                continue
+            numbers = DIGITS.findall(run)
+            if len(numbers) == total:
+                return [int(x) for x in numbers]
+    numbers = DIGITS.findall(text)
+    if len(numbers) >= total:
+        return [int(x) for x in numbers[-total:]]
+    return None

@@ -2,9 +2,9 @@
 
 A cue is where a response states its answer: ``Answer:``, ``the answer is``, ``Final answer``,
 ``the correct option is``, ``I choose``, ``B is correct``, ``答案是``, ``故选``. Every cue holds
-one keyword, so the keywords are found with a literal-only regex run over the REVERSED lowered
-text (the last keyword is found first and the search stops at the first cue, usually near the
-end), and only small anchored regexes run around each hit: a single scan with one big
+one keyword, so each keyword's last occurrence is found with ``str.rfind`` on the lowered text
+(the last keyword is tried first and the search stops at the first cue, usually near the end),
+and only small anchored regexes run around each hit: a single scan with one big
 case-insensitive regex costs ~10x more on long responses.
 """
 
@@ -14,16 +14,20 @@ import re
 
 _KEYWORDS = ("answer", "option", "choice", "choose", "pick", "select", "go with", "correct", "right", "best",
              "答案", "选")
-_KEYWORD_REVERSED = re.compile("|".join(re.escape(k[::-1]) for k in _KEYWORDS))
+_ASCII_KEYWORDS = tuple(k for k in _KEYWORDS if k.isascii())
+_ANY_KEYWORD = re.compile("|".join(re.escape(k) for k in _KEYWORDS))
 _BE = r"(?:is|are|would\s+be|should\s+be|will\s+be|must\s+be)\b"
 _OPTIONAL_SEPARATOR = re.compile(r"s?(?:\s+" + _BE + r")?(?:\s*[:：=\-–—])?")
 _REQUIRED_SEPARATOR = re.compile(r"s?[ \t]*(?:\*\*|__)?[ \t]*(?:" + _BE + r"|[:：=\-–—]|\n)")
 _QUALIFIER_WORDS = ("final", "correct", "right", "best", "your", "my")
 _QUALIFIER = re.compile(r"(?<![a-z])(?:final|correct|right|best|your|my)\s+\Z")
 _PRONOUN_I = re.compile(r"(?<![a-z])i\s+\Z")
-_LETTER_BEFORE = re.compile(r"(?<![A-Za-z0-9'’])([A-J])\)?\s+(?:is|would\s+be)\s+(?:the\s+)?\Z")
+# "B is the": the lookbehind (no letter or digit before B) follows the letter, so that the regex
+# engine skips to candidate letters
+_LETTER_BEFORE = re.compile(r"([A-J])(?<![A-Za-z0-9'’][A-J])\)?\s+(?:is|would\s+be)\s+(?:the\s+)?\Z")
 _ZH_SEPARATOR = re.compile(r"\s*(?:应该|应)?\s*(?:是|为|[:：])?")
-LETTER_CUE = re.compile(r"(?<![A-Za-z0-9'’])([A-J])\)?\s+(?:is|would\s+be)\s+(?:the\s+)?(?:correct|right|best|answer)\b")
+LETTER_CUE = re.compile(r"([A-J])(?<![A-Za-z0-9'’][A-J])\)?\s+(?:is|would\s+be)\s+(?:the\s+)?"
+                        r"(?:correct|right|best|answer)\b")
 
 
 def _cue_at(text: str, lowered: str, word: str, at: int) -> tuple[int, int, str | None] | None:
@@ -57,19 +61,37 @@ def _cue_at(text: str, lowered: str, word: str, at: int) -> tuple[int, int, str 
     return None
 
 
-def _scan(text: str, lowered: str, backwards: str, floor: int, hi: int) -> tuple[int, int, str | None] | None:
-    """Last cue whose keyword lies in [floor, hi), last keyword first (``backwards`` is
-    ``lowered[::-1]``: a match at [i, j) there is the keyword at [n - j, n - i) here)."""
-    n = len(lowered)
-    pos, end = n - hi, n - floor
-    while pos < end:
-        m = _KEYWORD_REVERSED.search(backwards, pos, end)
-        if m is None:
-            return None
-        cue = _cue_at(text, lowered, m.group()[::-1], n - m.end())
+def _scan(text: str, lowered: str, floor: int, hi: int,
+          with_answer: bool = True) -> tuple[int, int, str | None] | None:
+    """Last cue whose keyword lies in [floor, hi), last keyword first, keywords taken without
+    overlap from the end (as a regex run over the reversed text would). Each keyword's last
+    occurrence is one C-level ``rfind``: a regex alternation of 12 keywords costs ~4x more.
+    ``with_answer=False``: the caller knows "answer" is not in the range."""
+    if hi - floor < 64 and _ANY_KEYWORD.search(lowered, floor, hi) is None:
+        return None  # a short range (what follows the last "answer"): one regex call says "none"
+    words = _KEYWORDS if not lowered.isascii() else _ASCII_KEYWORDS
+    if not with_answer:
+        words = words[1:]  # "answer" comes first
+    hits = []  # (end, start, keyword); no keyword is a suffix of another, so ends are distinct
+    for word in words:
+        at = lowered.rfind(word, floor, hi)
+        if at >= 0:
+            hits.append((at + len(word), at, word))
+    while hits:
+        _, at, word = max(hits)
+        cue = _cue_at(text, lowered, word, at)
         if cue is not None:
             return cue
-        pos = m.end()
+        # the next keyword ends at or before this one's start: re-find the ones that do not
+        kept = []
+        for hit in hits:
+            if hit[0] <= at:
+                kept.append(hit)
+            else:
+                again = lowered.rfind(hit[2], floor, at)
+                if again >= 0:
+                    kept.append((again + len(hit[2]), again, hit[2]))
+        hits = kept
     return None
 
 
@@ -90,9 +112,8 @@ def last_answer_cue(text: str) -> tuple[int, int, str | None] | None:
         lowered = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
     # Most cues are "answer ...": find its last occurrence with one rfind, scan only what follows
     # it (usually a few characters), then the "answer" itself, then the text before it.
-    backwards = lowered[::-1]
     at = lowered.rfind("answer")
     if at < 0:
-        return _scan(text, lowered, backwards, 0, len(text))
-    return (_scan(text, lowered, backwards, at + 1, len(text)) or _cue_at(text, lowered, "answer", at)
-            or _scan(text, lowered, backwards, 0, at + 5))
+        return _scan(text, lowered, 0, len(text), with_answer=False)
+    return (_scan(text, lowered, at + 1, len(text), with_answer=False) or _cue_at(text, lowered, "answer", at)
+            or _scan(text, lowered, 0, at + 5))

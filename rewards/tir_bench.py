@@ -12,12 +12,12 @@ from __future__ import annotations
 import functools
 import re
 
-from rewards._text import after_think, all_boxed, all_tag_blocks, last_boxed
+from rewards._text import DIGITS, after_think, all_boxed, all_tag_blocks, last_boxed, may_match
 from rewards.tir_extract import (
-    DIGITS,
     NUMBER,
     PAIR,
     ROW_COL,
+    ROW_COL_HINTS,
     STRONG_SOURCES,
     clean,
     distinct_letters,
@@ -147,6 +147,8 @@ def score(item: dict, response: str, mode: str = "strict") -> float:
 
 def _final_answers_disagree(region: str) -> bool:
     """Several final answers (``<answer>`` blocks / boxes) that differ: hedging."""
+    if "<" not in region and "\\" not in region:  # no tag and no box (two memchr, the usual case)
+        return False
     if region.count("<answer>") + region.count("\\boxed{") + region.count("\\fbox{") <= 1:
         return False  # one final answer at most: nothing to disagree
     finals = set()
@@ -205,8 +207,9 @@ def _strict_score(item: dict, response: str) -> float:
     if len(cleaned) > limit:
         return 0.0
 
+    # Each kind checks the verdict first: a wrong answer scores 0 whatever the hedging checks say.
     if kind == "choice":
-        if answer not in CHOICE_LETTERS or value not in CHOICE_LETTERS:
+        if value != answer or answer not in CHOICE_LETTERS:
             return 0.0
         valid = option_letters(prompt)
         clause = first_clause(cleaned) if source in STRONG_SOURCES else span
@@ -216,14 +219,16 @@ def _strict_score(item: dict, response: str) -> float:
             return 0.0  # several options offered
         if value not in mentioned and cleaned.strip("()[]{}<>").upper() != value:
             return 0.0  # option text instead of a letter: strict wants the letter
-        return 1.0 if value == answer else 0.0
+        return 1.0
     if kind == "multi":
         if not value or not value.isalpha() or not value.isupper():
+            return 0.0
+        if sorted(set(value)) != sorted(answer) or len(set(value)) != len(value):
             return 0.0
         valid = option_letters(prompt)
         if len(valid) >= 2 and listed_letters(context, valid) >= set(valid) > set(answer):
             return 0.0  # every option listed
-        return 1.0 if sorted(set(value)) == sorted(answer) and len(set(value)) == len(value) else 0.0
+        return 1.0
     if kind in ("int", "float"):
         if len(set(NUMBER.findall(context))) >= STRICT_MAX_NUMBERS:
             return 0.0  # a list of numbers, not an answer
@@ -231,13 +236,20 @@ def _strict_score(item: dict, response: str) -> float:
     if kind == "pair":
         if answer_type(answer) != "other" or FIRST_PAIR.search(answer) is None:
             return 0.0
+        verdict = judge_word_search(value, answer)
+        if not verdict:
+            return verdict
         clause = _answer_clause(span)
         pairs = {(int(a), int(b)) for a, b in PAIR.findall(clause)}
-        pairs |= {tuple(int(g) for g in m.groups() if g is not None) for m in ROW_COL.finditer(clause)}
+        if may_match(clause, ROW_COL_HINTS):
+            pairs |= {tuple(int(g) for g in m.groups() if g is not None) for m in ROW_COL.finditer(clause)}
         if len(pairs) != 1 or len(set(PAIR.findall(context))) >= 3:  # several pairs listed
             return 0.0
-        return judge_word_search(value, answer)
+        return verdict
     if kind == "set":
+        verdict = judge_spot_difference(value, answer)
+        if not verdict:
+            return verdict
         listed = DIGITS.findall(context)
         if len(listed) > 400:
             return 0.0
@@ -246,7 +258,7 @@ def _strict_score(item: dict, response: str) -> float:
             predicted = {int(x) for x in listed}
             if predicted.issuperset(range(1, grid + 1)) or predicted.issuperset(range(grid)):
                 return 0.0  # every index listed
-        return judge_spot_difference(value, answer)
+        return verdict
     if kind == "jigsaw":
         sequence = jigsaw_sequence(value, n) if n else None  # value is already "4, 1, 8, …"
         if sequence is None or len(set(sequence)) != len(sequence):

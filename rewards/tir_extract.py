@@ -12,10 +12,23 @@ strict scoring can check for hedging.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import unicodedata
+from collections.abc import Iterator
 
-from rewards._text import after_think, last_boxed, last_tag_block, sentences_backwards, strip_markup
+from rewards._text import (
+    DIGITS,
+    after_think,
+    drop_row_labels,
+    last_boxed,
+    last_tag_block,
+    may_match,
+    read_index_set,
+    read_jigsaw,
+    sentences_backwards,
+    strip_markup,
+)
 from rewards.cues import LETTER_CUE, last_answer_cue
 from rewards.tir_judge import CHOICE_LETTERS, answer_type, item_task, jigsaw_difficulty
 
@@ -23,11 +36,18 @@ STRONG_SOURCES = ("tag", "box", "cue")
 _TAIL_WINDOW = 1500  # tail sentences are looked for here: final answers sit at the end
 _SPAN_MAX = 600
 
-_LEADING_JUNK = re.compile(r"^[\s:：=\-–—>*_#`$]+")
+# What leads an answer ("**: B"): whitespace (exactly str.isspace(), as regex \s) and markup, for
+# str.lstrip, ~5x cheaper than a regex sub
+_LEADING_JUNK = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+                 "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000" ":：=-–—>*_#`$")
 _STRIP_CHARS = " \t\r\n*_`$\"'“”‘’.,;:：。，；!！?？"
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?。！？])\s+")
-_LETTER_TOKEN = re.compile(r"(?<![A-Za-z0-9'’])\(?([A-J])\)?(?![A-Za-z0-9'’])")
-_LETTER_RUN = re.compile(r"(?<![A-Za-z0-9'’])([A-J]{2,10})(?![A-Za-z0-9'’])")
+# A letter token (?<![A-Za-z0-9'’])\(?([A-J])\)?(?![A-Za-z0-9'’]) and a run of 2-10 letters, written to
+# start with a character class (the lookbehind moved after it: the engine skips to candidates, ~2x
+# faster); the letter is captured by a lookbehind, so that group 1 is the same in both branches
+_LETTER_TOKEN = re.compile(r"[(A-J](?<![A-Za-z0-9'’][(A-J])(?:(?<=\()[A-J]|(?<!\())(?<=([A-J]))"
+                           r"\)?(?![A-Za-z0-9'’])")
+_LETTER_RUN = re.compile(r"[A-J](?<![A-Za-z0-9'’][A-J])[A-J]{1,9}(?![A-Za-z0-9'’])")
 _LETTER_GROUP = re.compile(r"(?<![A-Za-z0-9'’])\(?([A-J]{1,10})\)?(?![A-Za-z0-9'’])")
 _PAREN_LETTER = re.compile(r"\(([A-J])\)")
 _ANSWER_LINE = re.compile(r"\(?([A-J])\)?(?:$|[.:：)]\s*\S)")
@@ -36,6 +56,10 @@ _META_SENTENCE = re.compile(
     r"^\s*(?:\(.*\)|（.*）)\s*$|^\W*(?:note|confidence|p\.?s\.?|i hope|hope|let me know|disclaimer)\b",
     re.IGNORECASE | re.DOTALL,
 )
+# First characters no _META_SENTENCE match starts with (ASCII word characters but n c p i h l d):
+# testing one saves the regex for most lines
+_NOT_META_START = frozenset(c for c in "0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                            if c.lower() not in "ncpihld")
 _FOLLOWING_WORD = re.compile(r"\s+([a-z]+)")
 # "A"/"I" followed by one of these words still reads as an option letter ("A is correct").
 _LETTER_VERBS = frozenset((
@@ -43,7 +67,10 @@ _LETTER_VERBS = frozenset((
     "gives", "best", "and", "or", "option", "choice", "correct",
 ))
 _OPTION_LINE = re.compile(r"(?m)(?:^|\s)\(?([A-J])(?:[.:：)]|\s)")
-NUMBER = re.compile(r"(?<![\d.])[-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
+# A number: (?<![\d.])[-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)? written to start with a sign or a
+# digit (the lookbehind moved after it), so that the regex engine skips to candidates: ~3x faster
+NUMBER = re.compile(r"(?:[-−](?<![\d.].)(?:\d{1,3}(?:,\d{3})+|\d+)|\d(?<![\d.]\d)(?:\d{0,2}(?:,\d{3})+|\d*))"
+                    r"(?:\.\d+)?")
 _BOLD = re.compile(r"\*\*([^*\n]{1,80})\*\*")
 _NUMBER_WORDS = {w: i for i, w in enumerate((
     "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
@@ -59,15 +86,8 @@ PAIR = re.compile(r"(\d+)\s*[,，]\s*(\d+)")
 ROW_COL = re.compile(
     r"row[\s=:#]*(\d+)\D{0,24}?col(?:umn)?[\s=:#]*(\d+)|第\s*(\d+)\s*行\D{0,6}?第\s*(\d+)\s*列", re.IGNORECASE
 )
-_INDEX_WORDS = re.compile(r"\b(?:patch(?:es)?|ind(?:ex|ices)|cells?|no\.|numbers?)\s*|#", re.IGNORECASE)
-_BRACKET_LIST = re.compile(r"[\[{(]([\d\s,，;、]*\d[\d\s,，;、]*)[\]})]")
-_INDEX_RUN = re.compile(r"\d+(?:\s*(?:,\s*and|,|，|、|;|and|&|\+)\s*\d+)*")
+ROW_COL_HINTS = ("row",)  # in every ROW_COL match (or 第, not ASCII)
 _NO_DIFFERENCE = re.compile(r"\b(?:none|no\s+differen|identical)", re.IGNORECASE)
-_ROW_LABEL = re.compile(r"\b(?:row|line)\s*\d+\s*(?:[:：=]|->|→|[-–—](?!\s*\d))|第\s*\d+\s*行\s*[:：]?",
-                        re.IGNORECASE)
-_JIGSAW_CHARS = re.compile(r"[\d\s,，;、|\[\]()]+")
-_OFFICIAL_JIGSAW_CHARS = re.compile(r"[\d\s,，]+")
-DIGITS = re.compile(r"\d+")
 _QUOTED = re.compile(r'"([^"\n]{1,200})"|“([^”\n]{1,200})”|「([^」\n]{1,200})」')
 
 
@@ -110,9 +130,19 @@ def clean(text: str) -> str:
     >>> clean(" **(B).** ")
     '(B)'
     """
-    if not text.isascii():
-        text = unicodedata.normalize("NFKC", text)
-    return strip_markup(text).strip(_STRIP_CHARS)
+    global _last_cleaned
+    last = _last_cleaned  # one scoring cleans its span up to 3 times (cue line, reader, strict)
+    if last[0] == text:
+        return last[1]
+    if last[2] == text:  # with the paragraph's first line cleaned in between
+        return last[3]
+    cleaned = text if text.isascii() else unicodedata.normalize("NFKC", text)
+    cleaned = strip_markup(cleaned).strip(_STRIP_CHARS)
+    _last_cleaned = (text, cleaned, last[0], last[1])  # one tuple: safe to read from another thread
+    return cleaned
+
+
+_last_cleaned = ("", "", "", "")
 
 
 def _plausible_letter(text: str, match: re.Match, valid: frozenset[str]) -> bool:
@@ -249,7 +279,8 @@ def _read_number(span: str, strong: bool, words: bool = True) -> str | None:
     if strong and _LATEX_MATH.search(text):
         return text
     if strong:
-        fraction = _FRACTION.search(text)  # "1/2": math-verify reads it as 0.5, like the judge does
+        # "1/2": math-verify reads it as 0.5, like the judge does
+        fraction = _FRACTION.search(text) if "/" in text else None
         first = NUMBER.search(text)
         if fraction and first and fraction.start() == first.start():
             return fraction.group(0).replace(" ", "")
@@ -269,7 +300,7 @@ def _read_number(span: str, strong: bool, words: bool = True) -> str | None:
 def _read_pair(span: str, strong: bool) -> str | None:
     text = clean(span)
     best, best_end = None, -1
-    for regex in (PAIR, ROW_COL):
+    for regex in (PAIR, ROW_COL) if may_match(text, ROW_COL_HINTS) else (PAIR,):
         for m in regex.finditer(text):
             if m.end() > best_end:
                 groups = [g for g in m.groups() if g is not None]
@@ -279,24 +310,6 @@ def _read_pair(span: str, strong: bool) -> str | None:
     return (text or None) if strong else None
 
 
-def read_index_set(text: str) -> list[int] | None:
-    """The LAST bracketed index list, else the last run of ≥ 2 indices, else the last index.
-
-    >>> read_index_set("checked 1, 2; answer [7, 11, 12] (n=4, m=5)")
-    [7, 11, 12]
-    >>> read_index_set("Patches 7, 11, and 12 differ.")
-    [7, 11, 12]
-    """
-    text = _INDEX_WORDS.sub("", text)
-    lists = _BRACKET_LIST.findall(text)
-    if lists:
-        return [int(x) for x in DIGITS.findall(lists[-1])]
-    runs = [r for r in _INDEX_RUN.findall(text)]
-    multi = [r for r in runs if len(DIGITS.findall(r)) >= 2]
-    chosen = multi[-1] if multi else (runs[-1] if runs else None)
-    return None if chosen is None else [int(x) for x in DIGITS.findall(chosen)]
-
-
 def _read_set(span: str, strong: bool) -> str | None:
     text = clean(span.lstrip().split("\n", 1)[0] if strong else span)
     found = read_index_set(text)
@@ -304,7 +317,7 @@ def _read_set(span: str, strong: bool) -> str | None:
         if _NO_DIFFERENCE.search(text):
             return ""
         return (text or None) if strong else None
-    return ", ".join(str(x) for x in dict.fromkeys(found))
+    return ", ".join(map(str, dict.fromkeys(found)))
 
 
 def jigsaw_numbers_text(span: str) -> str:
@@ -313,33 +326,13 @@ def jigsaw_numbers_text(span: str) -> str:
     >>> jigsaw_numbers_text("**Row 1:** 2 1")
     '  2 1'
     """
-    return _ROW_LABEL.sub(" ", clean(span))
-
-
-def read_jigsaw(text: str, n: int) -> list[int] | None:
-    """The LAST run (digits, separators, brackets) holding exactly n² numbers, row labels dropped;
-    else the last n² numbers.
-
-    >>> read_jigsaw("Row 1: [2, 1]\\nRow 2: [4, 3]", 2)
-    [2, 1, 4, 3]
-    """
-    total = n * n
-    text = _ROW_LABEL.sub(" ", text)
-    for runs in (_JIGSAW_CHARS, _OFFICIAL_JIGSAW_CHARS):  # with brackets first, then without
-        for run in reversed(runs.findall(text)):
-            numbers = DIGITS.findall(run)
-            if len(numbers) == total:
-                return [int(x) for x in numbers]
-    numbers = DIGITS.findall(text)
-    if len(numbers) >= total:
-        return [int(x) for x in numbers[-total:]]
-    return None
+    return drop_row_labels(clean(span))
 
 
 def _paragraph(region: str, start: int) -> str:
     """From ``start`` to the first blank line after some content (at most _SPAN_MAX chars)."""
     text = region[start:start + _SPAN_MAX]
-    body = _LEADING_JUNK.sub("", text)
+    body = text.lstrip(_LEADING_JUNK)
     cut = body.find("\n\n")
     if cut >= 0:
         first = clean(body[:cut])
@@ -357,7 +350,7 @@ def _cue_span(region: str) -> tuple[str, int] | None:
         return letter, start
     line_end = region.find("\n", rest_start)
     line = region[rest_start:] if line_end < 0 else region[rest_start:line_end]
-    line = _LEADING_JUNK.sub("", line)
+    line = line.lstrip(_LEADING_JUNK)
     if clean(line):
         return line, rest_start
     return _paragraph(region, rest_start), rest_start
@@ -435,12 +428,15 @@ def _extract_from(facts: tuple[str, str, int | None], region: str) -> tuple[str 
         value = read_span(kind, span, True, prompt, n)
         return (value if value is not None else clean(span)), span, source, context
     context = region[-_SPAN_MAX:].strip().rsplit("\n\n", 1)[-1]
-    sentences = _tail_sentences(region)
+    candidates = _tail_sentences(region)  # lazy: the last sentence usually holds the answer
     if kind == "jigsaw":  # a bare grid spans several lines: try the last paragraphs first
-        lines = [x for x in region[-3 * _SPAN_MAX:].strip().split("\n") if not _META_SENTENCE.match(x)]
+        lines = [x for x in region[-3 * _SPAN_MAX:].strip().split("\n")
+                 if x[:1] in _NOT_META_START or not _META_SENTENCE.match(x)]
         paragraphs = [p for p in "\n".join(lines).split("\n\n") if p.strip()]
-        sentences[:0] = paragraphs[::-1][:4]
-    for sentence in sentences:
+        candidates = itertools.chain(paragraphs[::-1][:4], candidates)
+    sentences: list[str] = []  # the candidates read so far; all of them after the loop
+    for sentence in candidates:
+        sentences.append(sentence)
         value = _read_number(sentence, False, words=False) if kind in ("int", "float") \
             else read_span(kind, sentence, False, prompt, n)
         if value is not None:
@@ -453,18 +449,20 @@ def _extract_from(facts: tuple[str, str, int | None], region: str) -> tuple[str 
     return None, (sentences[0] if sentences else ""), "tail", context
 
 
-def _tail_sentences(region: str, limit: int = 6) -> list[str]:
-    """The last few sentences (or lines), last first."""
-    out: list[str] = []
+def _tail_sentences(region: str, limit: int = 6) -> Iterator[str]:
+    """The last few sentences (or lines), last first, split only as far as they are read."""
+    count = 0
     for line in reversed(region[-_TAIL_WINDOW:].splitlines()):
-        if not line.strip():
+        line = line.strip()
+        if not line:
             continue
-        for sentence in sentences_backwards(line.strip()):
-            if sentence.strip() and not _META_SENTENCE.match(sentence):
-                out.append(sentence)
-                if len(out) >= limit:
-                    return out
-    return out
+        for sentence in sentences_backwards(line):
+            if sentence[:1] in _NOT_META_START or (sentence and not sentence.isspace()
+                                                    and not _META_SENTENCE.match(sentence)):
+                yield sentence
+                count += 1
+                if count >= limit:
+                    return
 
 
 def read_span(kind: str, span: str, strong: bool, prompt: str = "", n: int | None = None) -> str | None:
@@ -488,7 +486,7 @@ def read_span(kind: str, span: str, strong: bool, prompt: str = "", n: int | Non
     if kind == "jigsaw":
         sequence = read_jigsaw(clean(span), n) if n else None
         if sequence is not None:
-            return ", ".join(str(x) for x in sequence)
+            return ", ".join(map(str, sequence))
         return (clean(span) or None) if strong else None
     text = clean(span)
     if kind == "ocr" and not strong:  # in free text, OCR answers are the quoted words
