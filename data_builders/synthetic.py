@@ -54,6 +54,9 @@ class SyntheticItem:
     image_paths: list[Path]  # the same images, absolute
     steps: list[ToolStep] = field(default_factory=list)
     final_think: str = ""
+    # The question asked of the last tool result alone (the "look" warm-up), where that result
+    # answers it by itself (visual_search: the crop of the named cell); None otherwise.
+    look_prompt: str | None = None
 
     @property
     def answer_text(self) -> str:
@@ -77,7 +80,7 @@ class SyntheticConfig:
     # in the prompt and a normalised box crops it; search_grid 0 is the free search on canvas_size.
     search_grid: int = 3
     model_pixels: int = 128 * 128  # the model's input pixel budget (the tiny model's processor)
-    search_shape_px: float = 3.0  # shape side in the picture the model sees without a tool
+    search_shape_px: float = 21.0  # shape side in the picture the model sees without a tool (x grid in a crop)
     search_canvas: int | None = None  # None: 2 x sqrt(model_pixels) per grid cell
     search_saturation: float = 0.0  # colour kept in the background photo
     search_shuffle_options: bool = False  # fixed colour order: the letter names the colour
@@ -278,7 +281,7 @@ def search_sizes(cfg: SyntheticConfig) -> tuple[int, float]:
     at the full budget, never upscaled.
 
     >>> search_sizes(SyntheticConfig())
-    (768, 18.0)
+    (768, 126.0)
     """
     view = math.isqrt(cfg.model_pixels)
     canvas = cfg.search_canvas or 2 * view * cfg.search_grid
@@ -355,7 +358,8 @@ def _grid_search(rng: random.Random, src: Image.Image, item_id: int, writer: _Wr
     steps = [ToolStep(f"The {where} cell is too small to see. I crop it.", [("crop", {"image_index": 0, "box": box})])]
     final = f"The crop shows {colour}: option {letter}."
     meta = {"shape": shape, "colour": colour, "grid": n, "row": row + 1, "col": col + 1, "box": box}
-    return SyntheticItem(_record(item_id, "visual_search", prompt, letter, [rel], meta), [path], steps, final)
+    look = _mcq(f"What colour is the {shape} in this picture?", options)
+    return SyntheticItem(_record(item_id, "visual_search", prompt, letter, [rel], meta), [path], steps, final, look)
 
 
 def _free_search(rng: random.Random, src: Image.Image, item_id: int, writer: _Writer,
@@ -463,6 +467,8 @@ def build_synthetic(image_dir: str | Path, out_dir: str | Path, count: int, cfg:
 
     Layout: ``TIR-Bench.json`` (also as ``tir_synthetic.json``) and ``data/{task}/`` (TIR-Bench's own layout: the JSON's image
     paths resolve from ``out_dir``), ``oracle/`` (tool-result images), ``grpo/`` and ``sft/``.
+    ``look/`` (tasks whose last tool image answers the question alone, e.g. visual_search): that
+    image and the question, for reading before calling.
     ``environment``: the agent environment whose tools the oracle calls and the SFT ``tools`` column
     lists (``crop`` for the tool curriculum; it must offer every tool the tasks' oracles use).
     """
@@ -474,6 +480,7 @@ def build_synthetic(image_dir: str | Path, out_dir: str | Path, count: int, cfg:
     from data_builders.tool_sft import (
         grpo_features,
         grpo_prompt,
+        look_record,
         oracle_trajectory,
         sft_features,
         tool_schemas,
@@ -482,18 +489,26 @@ def build_synthetic(image_dir: str | Path, out_dir: str | Path, count: int, cfg:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tools_json = json.dumps(tool_schemas(environment))
-    records = []
+    records, looks = [], []
     with DatasetWriter(out / "grpo", grpo_features(), fmt=fmt) as grpo, \
             DatasetWriter(out / "sft", sft_features(), fmt=fmt, batch_rows=200) as sft:
         items = generate_items(image_dir, out, count, cfg, report=report, max_pixels=max_pixels)
         for item in tqdm(items, total=count, desc="synthetic", unit="item", disable=None if progress else True):
             records.append(item.record)
             grpo.add(grpo_prompt(item))
-            sft.add({**oracle_trajectory(item, out, environment), "tools": tools_json})
+            trajectory = {**oracle_trajectory(item, out, environment), "tools": tools_json}
+            sft.add(trajectory)
+            if (look := look_record(item, trajectory)) is not None:
+                looks.append(look)
+    if looks:  # the warm-up on tool images alone (tool curriculum's `look` stage)
+        with DatasetWriter(out / "look", sft_features(), fmt=fmt) as look_writer:
+            for look in looks:
+                look_writer.add(look)
     text = json.dumps(records, ensure_ascii=False, indent=1) + "\n"
     # TIR-Bench.json: the folder is a data root that `python -m eval --benchmarks tir_bench` reads.
     for name in ("tir_synthetic.json", "TIR-Bench.json"):
         (out / name).write_text(text, encoding="utf-8")
     if report is not None:
         report.rows = len(records)
-    return {"tir_json": out / "tir_synthetic.json", "grpo": out / "grpo", "sft": out / "sft"}
+    return {"tir_json": out / "tir_synthetic.json", "grpo": out / "grpo", "sft": out / "sft",
+            **({"look": out / "look"} if looks else {})}

@@ -102,6 +102,19 @@ def oracle_trajectory(item: SyntheticItem, out_dir: str | Path, environment: str
     return {"messages": messages, "images": images, "task": item.record["task"], "id": str(item.record["id"])}
 
 
+def look_record(item: SyntheticItem, trajectory: dict) -> dict | None:
+    """The "look" warm-up record: the item's ``look_prompt`` asked of the oracle's last tool image
+    alone, answered as the trajectory's final turn; None for items without one.
+
+    A tiny model that has never read a tool image learns the call but not the reading (the crop's
+    colour stays at chance in the trajectory); reading first, then calling, learns both (docs/grpo.md).
+    """
+    if item.look_prompt is None:
+        return None
+    return {"messages": [user_message(1, item.look_prompt), trajectory["messages"][-1]],
+            "images": [trajectory["images"][-1]], "tools": "", "task": trajectory["task"], "id": trajectory["id"]}
+
+
 def reward_info(record: dict) -> str:
     """The TIR-Bench item the reward scores against, as a JSON string.
 

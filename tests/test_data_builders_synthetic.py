@@ -216,10 +216,12 @@ def _colour_pixels(img: Image.Image, rgb: tuple[int, int, int], tol: int = 60) -
     return sum(1 for p in img.convert("RGB").getdata() if all(abs(a - b) <= tol for a, b in zip(p, rgb)))
 
 
-def test_visual_search_is_unreadable_at_the_models_input_and_readable_in_a_crop(tiny_model_dir, tmp_path):
-    """Sized from the tiny model's own processor budget: the target colour covers a couple of pixels of the
-    picture the model sees, beside every other option colour; the oracle's crop of the named cell shows it
-    at ~9x the area and alone."""
+def test_visual_search_needs_the_named_cell_and_its_crop_shows_the_target_large_and_alone(tiny_model_dir, tmp_path):
+    """Sized from the tiny model's own processor budget. In the picture the model sees, every option
+    colour is present at about the target's size, so the colour alone does not answer: the named cell
+    does. The oracle's crop of that cell shows the target ~9x larger (>= 10% of the crop, what the tiny
+    model reads; docs/grpo.md measures both views) and alone. The look warm-up asks the same question
+    of that crop."""
     from agent.environments import ENVIRONMENTS
     from agent.images import fit_under_budget
     from agent.models import load_processor
@@ -245,7 +247,29 @@ def test_visual_search_is_unreadable_at_the_models_input_and_readable_in_a_crop(
         crop = result[0]["image"]
         crop = crop.resize(fit_under_budget(*crop.size, budget), Image.Resampling.BICUBIC)
         at_input, in_crop = _colour_pixels(seen, gold), _colour_pixels(crop, gold)
-        assert at_input <= 12 and in_crop >= 25 and in_crop >= 5 * at_input, (record["id"], at_input, in_crop)
+        assert in_crop >= 5 * at_input and in_crop >= 0.1 * crop.width * crop.height, (record["id"], at_input, in_crop)
         others = [COLOURS[name] for name in SEARCH_COLOURS if name != meta["colour"]]
+        assert all(_colour_pixels(seen, c) >= 0.3 * at_input for c in others), record["id"]  # all colours shown
         assert all(_colour_pixels(crop, c, tol=30) == 0 for c in others)  # alone in its cell
         assert record["answer"] == "ABCDEF"[SEARCH_COLOURS.index(meta["colour"])]  # fixed colour order
+
+
+def test_look_records_ask_the_question_of_the_oracles_crop_alone(tmp_path):
+    """The look warm-up: one record per visual_search item, its one image the trajectory's last (the
+    crop), its answer turn the trajectory's."""
+    from datasets import load_from_disk
+
+    from train.grpo_data import BUNDLED_IMAGES
+
+    cfg = SyntheticConfig(seed=5, tasks=("visual_search",))
+    outs = build_synthetic(BUNDLED_IMAGES, tmp_path / "out", 4, cfg, progress=False, environment="crop")
+    sft, look = load_from_disk(str(outs["sft"])), load_from_disk(str(outs["look"]))
+    assert len(look) == len(sft) == 4
+    for trajectory, record in zip(sft, look):
+        assert len(record["images"]) == 1 and record["images"][0].size == trajectory["images"][-1].size
+        assert list(record["images"][0].getdata()) == list(trajectory["images"][-1].getdata())
+        assert record["messages"][-1] == trajectory["messages"][-1]
+        assert "in this picture" in record["messages"][0]["content"][-1]["text"]
+    jigsaw = build_synthetic(BUNDLED_IMAGES, tmp_path / "jig", 2, SyntheticConfig(seed=5, tasks=("jigsaw",)),
+                             progress=False)
+    assert "look" not in jigsaw  # no tool image answers a jigsaw alone

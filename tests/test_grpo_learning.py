@@ -1,8 +1,9 @@
 """Learning proof on CPU with the tiny model (slow): the tool curriculum, trained on one seed, judged on another.
 
 One shared run (session fixture, a reduced size of recipes/tool_curriculum.yaml): visual_search
-tasks of seed 1 for training and of seed 1001 held out; a cold-start SFT on the oracle's crop
-trajectories; GRPO with the crop tool from it; every model judged by ``python -m eval`` (the agent
+tasks of seed 1 for training and of seed 1001 held out; the look warm-up (the question on the
+oracle's crop alone); a cold-start SFT on the oracle's crop trajectories from it; GRPO with the
+crop tool from that; every model judged by ``python -m eval`` (the agent
 loop, the same code GRPO's rollouts are proven equal to in test_grpo_rollout_equivalence.py).
 
 Each learning assertion sits beside its learning-rate-0 control, which must fail it:
@@ -26,7 +27,7 @@ from train import grpo, sft
 pytestmark = pytest.mark.slow
 
 TRAIN_COUNT, HELDOUT_COUNT = 240, 48
-SFT_STEPS, GRPO_STEPS = 300, 12  # the colour of a 9-pixel shape takes the tiny model ~300 steps at lr 1e-2
+LOOK_STEPS, SFT_STEPS, GRPO_STEPS = 300, 125, 12  # as recipes/tool_curriculum.yaml, GRPO shorter
 CHANCE = 1 / 6
 
 
@@ -45,24 +46,28 @@ def tool_run(tmp_path_factory, tiny_model_dir):
                                    model_name_or_path=str(tiny_model_dir)))
     common = ["--use_cpu", "true", "--bf16", "false", "--save_strategy", "no", "--report_to", "none",
               "--dataloader_num_workers", "0", "--seed", "42"]
-    run = {"data": data, "sft": root / "sft"}
-    sft.main(*sft.parse_args([
-        "--model_name_or_path", str(tiny_model_dir), "--dataset_path", str(data["train"] / "sft"),
-        "--output_dir", str(run["sft"]), "--assistant_only_loss", "true", "--max_length", "8192",
-        "--max_steps", str(SFT_STEPS), "--per_device_train_batch_size", "8", "--learning_rate", "1e-2",
-        "--lr_scheduler_type", "cosine", "--logging_steps", "50", *common]))
+    run = {"data": data, "look": root / "look", "sft": root / "sft"}
+    for stage, start, steps in (("look", str(tiny_model_dir), LOOK_STEPS), ("sft", str(run["look"]), SFT_STEPS)):
+        sft.main(*sft.parse_args([
+            "--model_name_or_path", start, "--dataset_path", str(data["train"] / stage),
+            "--output_dir", str(run[stage]), "--assistant_only_loss", "true", "--max_length", "8192",
+            "--max_steps", str(steps), "--per_device_train_batch_size", "8", "--learning_rate", "3e-3",
+            "--lr_scheduler_type", "cosine", "--logging_steps", "50", *common]))
     for name, lr in (("grpo", "5e-4"), ("grpo_lr0", "0")):
         run[name] = root / name
         script, config, model_args = grpo.parse_args([
             "recipes/grpo_synthetic.yaml", "--model_name_or_path", str(run["sft"]), "--cold_start_steps", "0",
             "--dataset_path", str(data["train"] / "grpo"), "--dataset_kind", "saved", "--environment", "crop",
             "--output_dir", str(run[name]), "--max_steps", str(GRPO_STEPS if lr != "0" else 1),
-            "--learning_rate", lr, *common])
+            "--learning_rate", lr, "--temperature", "0.6", "--mask_out_of_turns", "false",
+            "--reward_weights", "1.0", "0.1", "1.0", *common])
         grpo.main(script, config, model_args)
     run["history"] = json.loads((run["grpo"] / "trainer_state.json").read_text())["log_history"]
     run["eval"] = {}
     for name, model, extra in (("untrained", str(tiny_model_dir), ["--tools", "true", "--system_prompt", ""]),
-                               ("sft", str(run["sft"]), []), ("grpo", str(run["grpo"]), []),
+                               ("sft", str(run["sft"]), []), ("sft_no_tools", str(run["sft"]), ["--tools", "false"]),
+                               ("sft_gray", str(run["sft"]), ["--gray_images", "true"]),
+                               ("grpo", str(run["grpo"]), []),
                                ("grpo_no_tools", str(run["grpo"]), ["--tools", "false"]),
                                ("grpo_gray", str(run["grpo"]), ["--gray_images", "true"])):
         run["eval"][name] = _evaluate(model, data["heldout"], root / f"eval_{name}", extra)
@@ -114,11 +119,22 @@ def test_grpo_has_a_learning_signal(tool_run):
     assert all(torch.equal(start[k], unchanged[k]) for k in start)
 
 
-# The issue's held-out targets. Not met yet by the tiny model (docs/grpo.md, "Tool curriculum"): it learns
-# to crop the named cell, but not to read the colour of the 9-pixel shape in the crop, so accuracy stays
-# near chance with or without pixels. Kept as expected failures so that the day they pass is seen.
-NOT_YET = pytest.mark.xfail(reason="the tiny model does not yet read the colour in the crop (docs/grpo.md)",
-                            strict=False)
+def test_the_crop_is_what_makes_the_cold_start_right(tool_run):
+    """After look + cold start, held-out accuracy with the crop tool is far above chance with successful
+    crops; the same checkpoint without tools, or with every image flat gray, stays near chance; the
+    learning-rate-0 control (the untrained model) fails the same assertion."""
+    ev = tool_run["eval"]
+    print({k: (round(_accuracy(v), 3), v.get("agent", {}).get("tool_success_rate")) for k, v in ev.items()})
+    reads_crop = lambda m: _accuracy(m) >= 0.6 and _tool_success(m) >= 0.5
+    assert reads_crop(ev["sft"]) and not reads_crop(ev["untrained"])
+    for control in ("sft_no_tools", "sft_gray"):
+        assert _accuracy(ev[control]) <= 0.35, control
+
+
+# The issue's GRPO targets. Not met yet (docs/grpo.md, "Tool curriculum"): from the cold start GRPO lowers
+# held-out accuracy (sampled calls are often malformed, a failed call plus a lucky guess is still paid).
+# Kept as expected failures so that the day they pass is seen.
+NOT_YET = pytest.mark.xfail(reason="GRPO does not yet improve on the cold start (docs/grpo.md)", strict=False)
 
 
 @NOT_YET

@@ -72,6 +72,9 @@ class GRPOScriptArguments(ScriptArguments):
         "help": "With synthetic tasks: first SFT this many steps on their oracle tool trajectories and start GRPO "
                 "from that checkpoint (cached beside the data; train/grpo_coldstart.py). 0: start from the model."})
     cold_start_learning_rate: float = field(default=5e-3, metadata={"help": "Learning rate of the cold-start SFT."})
+    cold_start_look_steps: int = field(default=0, metadata={
+        "help": "Before the cold start: SFT this many steps on the question asked of the oracle's tool image alone "
+                "(<synthetic data>/look, visual_search), so that the model reads a crop before it learns to call."})
     tool_bonus_cap: int = field(default=1, metadata={
         "help": "tool_use pays min(successful tool results, cap) / cap when the answer is right."})
 
