@@ -65,7 +65,7 @@ AutoProcessor.register(Qwen3VLConfig, LookcloserQwen3VLProcessor, exist_ok=True)
 
 
 def tiny_model_cache_dir() -> Path:
-    from agent.tiny_qwen3_vl import VERSION
+    from lookcloser.agent.tiny_qwen3_vl import VERSION
 
     root = os.environ.get("LOOKCLOSER_CACHE") or Path.home() / ".cache" / "lookcloser"
     # Versioned: a cache built by an older definition of the tiny model is never picked up.
@@ -140,7 +140,7 @@ def _merged_adapter_path(adapter_dir: Path) -> str:
     Why merge instead of loading base + adapter everywhere: every consumer (TRL trainers given a
     path, eval, vLLM, the processor loader) then sees an ordinary checkpoint.
     """
-    from agent.checkpoint_digest import checkpoint_digest
+    from lookcloser.agent.checkpoint_digest import checkpoint_digest
 
     target = tiny_model_cache_dir().parent / "merged" / checkpoint_digest(adapter_dir)
     if not (target / "config.json").exists():
@@ -172,7 +172,7 @@ def resolve_model_path(name_or_path: str) -> str:
         return name_or_path
     target = tiny_model_cache_dir()
     if not (target / "config.json").exists():
-        from agent.tiny_qwen3_vl import build_tiny_qwen3_vl
+        from lookcloser.agent.tiny_qwen3_vl import build_tiny_qwen3_vl
 
         build_tiny_qwen3_vl(target)
     return str(target)

@@ -19,11 +19,11 @@ import re
 from collections.abc import Callable
 from typing import ClassVar
 
-from agent import photos as ph
-from agent.embedders import Embedder, LRUCache, build_or_load_index, default_embedder, thumbnail
-from agent.search import SearchBackend
-from agent.toolkit import ToolEnv, ToolError, error_text, tool, tool_names
-from agent.web_env import WebSearchTools
+from lookcloser.agent import photos as ph
+from lookcloser.agent.embedders import Embedder, LRUCache, build_or_load_index, default_embedder, thumbnail
+from lookcloser.agent.search import SearchBackend
+from lookcloser.agent.toolkit import ToolEnv, ToolError, error_text, tool, tool_names
+from lookcloser.agent.web_env import WebSearchTools
 
 _COLLECTIONS = LRUCache(size=8)  # (collection, index) per user, shared by the env instances of a process
 LAST_FILTER = "last_filter"

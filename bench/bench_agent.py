@@ -22,11 +22,11 @@ import torch
 from PIL import Image
 from transformers import LogitsProcessorList
 
-from agent.environments import ImageToolEnv
-from agent.hf_policy import HFPolicy
-from agent.loop import run_episodes
-from agent.models import TINY_MODEL_NAME, load_model, load_processor
-from agent.scripted import ScriptedLogitsProcessor
+from lookcloser.agent.environments import ImageToolEnv
+from lookcloser.agent.hf_policy import HFPolicy
+from lookcloser.agent.loop import run_episodes
+from lookcloser.agent.models import TINY_MODEL_NAME, load_model, load_processor
+from lookcloser.agent.scripted import ScriptedLogitsProcessor
 
 # Replies with a short reasoning part, as tool-using models write (a rollout turn is rarely a bare call).
 TURN_0 = ("<think>The square is small and the question is about its colour; crop the centre of image 0 to "

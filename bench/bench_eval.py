@@ -28,7 +28,7 @@ from pathlib import Path
 
 def _serve(gold: dict[str, str], latency: float, conn) -> None:
     """The endpoint, in its own process as a real server would be (it must not share our GIL)."""
-    from eval.fake_endpoint import FakeEndpoint
+    from lookcloser.eval.fake_endpoint import FakeEndpoint
 
     def respond(request, attempt):
         user = next(m for m in request["messages"] if m["role"] == "user")
@@ -63,9 +63,9 @@ class _Server:
 
 def measure(items, url: str, concurrency: int, out: Path) -> dict:
     """Run ``items`` at ``concurrency`` through ``run_benchmark``; time it and read the server's counters."""
-    from agent.openai_policy import OpenAIPolicy
-    from eval.config import EvalConfig
-    from eval.runner import env_factory, run_benchmark
+    from lookcloser.agent.openai_policy import OpenAIPolicy
+    from lookcloser.eval.config import EvalConfig
+    from lookcloser.eval.runner import env_factory, run_benchmark
 
     cfg = EvalConfig(model=url, concurrency=concurrency, save_trajectories=False, request_timeout=30.0)
     policy = OpenAIPolicy(url, "fake-model", timeout=30.0, max_workers=1)
@@ -117,9 +117,9 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
-    from eval.fixtures import TIR_TASK_COUNTS, write_tir_bench
-    from eval.loaders import load_benchmark
-    from eval.scoring import aggregate, gold_response, score_predictions
+    from lookcloser.eval.fixtures import TIR_TASK_COUNTS, write_tir_bench
+    from lookcloser.eval.loaders import load_benchmark
+    from lookcloser.eval.scoring import aggregate, gold_response, score_predictions
 
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:

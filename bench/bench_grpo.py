@@ -33,8 +33,8 @@ ANSWER = "<think>The crop shows it.</think><answer>A</answer>"
 def run(chunk: int | None, args, workdir: Path) -> dict:
     from transformers import LogitsProcessorList
 
-    from agent.scripted import ScriptedLogitsProcessor
-    from train import grpo
+    from lookcloser.agent.scripted import ScriptedLogitsProcessor
+    from lookcloser.train import grpo
 
     argv = [str(REPO / "recipes/grpo_synthetic.yaml"), "--output_dir", str(workdir / f"run_{chunk}"),
             "--synthetic_dir", str(workdir / "data"), "--synthetic_count", "16", "--synthetic_canvas_size", "512",

@@ -31,9 +31,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rewards import disbench, imagemining, mir, tir_bench
-from rewards.evalscope_baseline import evalscope_extract
-from rewards.synthetic import (
+from lookcloser.rewards import disbench, imagemining, mir, tir_bench
+from lookcloser.rewards.evalscope_baseline import evalscope_extract
+from lookcloser.rewards.synthetic import (
     _kind,
     disbench_response,
     imagemining_response,
@@ -41,7 +41,7 @@ from rewards.synthetic import (
     mir_response,
     realistic_response,
 )
-from rewards.tir_judge import judge_float, judge_int
+from lookcloser.rewards.tir_judge import judge_float, judge_int
 
 _IMAGEMINING_ANSWERS = [("Red", "红色"), ("(Pale/Light) purple", "（淡/浅）紫色"), ("4700 mAh", "4700毫安时"),
                         ("1944", "1944年"), ("Pure black", "纯黑"), ("30.679 billion yuan", "306.79亿元")]

@@ -18,7 +18,13 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from data_builders.records import RecordError, iter_jsonl, read_json_records, record_id, validate_mir_record
+from lookcloser.data_builders.records import (
+    RecordError,
+    iter_jsonl,
+    read_json_records,
+    record_id,
+    validate_mir_record,
+)
 
 LEVELS = ("easy", "medium", "hard")
 # Upstream's sampling prompt (Qwen2.5-VL-7B, 10 samples, temperature 0.7, top-p 0.8).
@@ -48,7 +54,7 @@ def pass_rate(predictions: list[str], gold: str, options: object = None) -> floa
     >>> pass_rate(["B", "Your option: b", "the correct answer is C", "no idea"], "B")
     0.5
     """
-    from rewards.mir import extract_option
+    from lookcloser.rewards.mir import extract_option
 
     if not predictions:
         return 0.0
@@ -140,7 +146,7 @@ def sampling_prompt(record: dict) -> dict:
     >>> sampling_prompt({"question": "Is <image> red?", "options": ["A. yes", "B. no"]})["content"][-1]["text"]
     'Please select the most likely answer from the following options:\\nOptions:\\nA. yes\\nB. no\\nRespond in the following format:\\nYour option: ...\\nReason: ...'
     """
-    from data_builders.mir import IMAGE_PLACEHOLDER
+    from lookcloser.data_builders.mir import IMAGE_PLACEHOLDER
 
     blocks: list[dict] = []
     for i, piece in enumerate(IMAGE_PLACEHOLDER.split(record["question"])):
@@ -163,10 +169,10 @@ def sample_predictions(records: list[dict], model_name_or_path: str, k: int = 10
     # Heavy and optional: only this path needs a model.
     from tqdm import tqdm
 
-    from agent.hf_policy import HFPolicy
-    from agent.loop import run_episodes
-    from agent.models import load_model, load_processor
-    from agent.toolkit import ToolEnv
+    from lookcloser.agent.hf_policy import HFPolicy
+    from lookcloser.agent.loop import run_episodes
+    from lookcloser.agent.models import load_model, load_processor
+    from lookcloser.agent.toolkit import ToolEnv
 
     class AnswerOnlyEnv(ToolEnv):
         """No tools: upstream samples plain answers."""
@@ -200,8 +206,8 @@ def build_difficulty(mir_path: str | Path, out_dir: str | Path, report, *, predi
     """
     from tqdm import tqdm
 
-    from data_builders.mir import answer_letter
-    from data_builders.output import DatasetWriter
+    from lookcloser.data_builders.mir import answer_letter
+    from lookcloser.data_builders.output import DatasetWriter
 
     cfg = cfg or DifficultyConfig()
     mir_path = Path(mir_path)
@@ -209,7 +215,7 @@ def build_difficulty(mir_path: str | Path, out_dir: str | Path, report, *, predi
     if predictions is None:
         if model is None:
             raise ValueError("give a predictions file (--predictions) or a model to sample (--model)")
-        from data_builders.mir import load_mir_records
+        from lookcloser.data_builders.mir import load_mir_records
 
         preds = sample_predictions(load_mir_records(mir_path, images_root), model, k,
                                    max_new_tokens=max_new_tokens, progress=progress)

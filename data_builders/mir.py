@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 from pathlib import Path
 
-from data_builders.records import (
+from lookcloser.data_builders.records import (
     IMAGE_PLACEHOLDER,
     ImageResolver,
     RecordError,
@@ -147,7 +147,7 @@ def build_stage(record: dict, stage: int, *, faithful_upstream: bool = False) ->
 
 def answer_letter(record: dict) -> str | None:
     """The gold option letter: a bare-letter conclusion, else the letter the sentence states."""
-    from rewards.mir import gold_letter
+    from lookcloser.rewards.mir import gold_letter
 
     return gold_letter(record["conclusion"])
 
@@ -234,7 +234,7 @@ def build_mir(path: str | Path, out_dir: str | Path, report, *, images_root: str
 
     from tqdm import tqdm
 
-    from data_builders.output import DatasetWriter
+    from lookcloser.data_builders.output import DatasetWriter
 
     stages = list(stages)
     for stage in stages:

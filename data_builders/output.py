@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from data_builders.records import RecordError
+from lookcloser.data_builders.records import RecordError
 
 FORMATS = ("hf", "parquet")
 ON_ERROR = ("fail", "skip")

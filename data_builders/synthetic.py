@@ -28,7 +28,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
-from data_builders.records import RecordError, check_image, resolve_image_path
+from lookcloser.data_builders.records import RecordError, check_image, resolve_image_path
 
 TASKS = ("jigsaw", "rotation_game", "spot_difference", "visual_search", "ocr")
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff")
@@ -470,8 +470,8 @@ def build_synthetic(image_dir: str | Path, out_dir: str | Path, count: int, cfg:
 
     from tqdm import tqdm
 
-    from data_builders.output import DatasetWriter
-    from data_builders.tool_sft import (
+    from lookcloser.data_builders.output import DatasetWriter
+    from lookcloser.data_builders.tool_sft import (
         grpo_features,
         grpo_prompt,
         oracle_trajectory,

@@ -29,7 +29,7 @@ from typing import Any
 
 from trl.trainer.sft_trainer import DataCollatorForVisionLanguageModeling
 
-from data_builders.synthetic import SyntheticItem
+from lookcloser.data_builders.synthetic import SyntheticItem
 
 DATA_SOURCE = "tir_bench"
 REWARD_KEYS = ("id", "task", "answer", "prompt", "image_1", "image_2", "meta_data")
@@ -38,8 +38,8 @@ REWARD_KEYS = ("id", "task", "answer", "prompt", "image_1", "image_2", "meta_dat
 def tool_schemas(environment: str = "tir_bench") -> list[dict]:
     """JSON schemas of an environment's tools (``agent.environments.ENVIRONMENTS``), exactly as TRL's
     GRPO and ``agent.loop`` show them to the model."""
-    from agent.environments import ENVIRONMENTS
-    from agent.environments import tool_schemas as env_tool_schemas
+    from lookcloser.agent.environments import ENVIRONMENTS
+    from lookcloser.agent.environments import tool_schemas as env_tool_schemas
 
     return env_tool_schemas(ENVIRONMENTS[environment])
 
@@ -67,8 +67,8 @@ def oracle_trajectory(item: SyntheticItem, out_dir: str | Path, environment: str
 
     Tool-result images are saved as ``oracle/{id:06d}_{k}.png`` under ``out_dir``.
     """
-    from agent.environments import ENVIRONMENTS
-    from agent.toolkit import call_failed
+    from lookcloser.agent.environments import ENVIRONMENTS
+    from lookcloser.agent.toolkit import call_failed
 
     out_dir = Path(out_dir)
     env = ENVIRONMENTS[environment]()

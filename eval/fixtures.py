@@ -62,7 +62,7 @@ def write_mir(folder: Path) -> Path:
     if (REPO_MIR_SAMPLE / "all_data_rel.json").is_file():
         shutil.copytree(REPO_MIR_SAMPLE, folder, dirs_exist_ok=True)
     else:
-        from data_builders.sample_mir import generate_sample
+        from lookcloser.data_builders.sample_mir import generate_sample
 
         generate_sample(folder)
     return folder

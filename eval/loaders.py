@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
 
-from data_builders.records import (
+from lookcloser.data_builders.records import (
     RecordError,
     check_image,
     iter_jsonl,
@@ -109,7 +109,7 @@ def find_benchmark_dir(name: str, data_root: str | Path) -> Path:
     >>> find_benchmark_dir("mir", "/nonexistent")
     Traceback (most recent call last):
     ...
-    data_builders.records.RecordError: /nonexistent: record None, field 'mir': no all_data_rel.json in /nonexistent or its subfolders mir/, MIR/
+    lookcloser.data_builders.records.RecordError: /nonexistent: record None, field 'mir': no all_data_rel.json in /nonexistent or its subfolders mir/, MIR/
     """
     root = Path(data_root)
     subs = [root / sub for sub in FOLDER_NAMES[name]]
@@ -242,7 +242,7 @@ def _mir_images_root(root: Path, records: list) -> Path:
 
 def load_mir(root: Path, *, check_images: bool = True, limit: int | None = None, mir_prompt_stage: int = 0,
              strict: bool = True, **_) -> list[EvalItem]:
-    from data_builders.mir import answer_letter, build_stage, prepare_mir_record
+    from lookcloser.data_builders.mir import answer_letter, build_stage, prepare_mir_record
 
     if mir_prompt_stage not in (0, 1, 2, 3):
         raise EvalError(f"mir_prompt_stage must be 0 (benchmark prompt) or 1-3 (with reference context), "

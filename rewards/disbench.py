@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 
-from rewards._text import after_think, last_tag_block
+from lookcloser.rewards._text import after_think, last_tag_block
 
 _JSON_LIST = re.compile(r"\[[^\[\]]*\]")
 _ID_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@\-]*")

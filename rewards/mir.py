@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from rewards._text import after_think, last_boxed, last_tag_block, strip_markup
+from lookcloser.rewards._text import after_think, last_boxed, last_tag_block, strip_markup
 
 _LETTER = r"\(?([A-Za-z])\)?"
 _NOT_A_WORD = r"(?![A-Za-z0-9'’])"

@@ -12,8 +12,8 @@ from __future__ import annotations
 import functools
 import re
 
-from rewards._text import after_think, all_boxed, all_tag_blocks, last_boxed
-from rewards.tir_extract import (
+from lookcloser.rewards._text import after_think, all_boxed, all_tag_blocks, last_boxed
+from lookcloser.rewards.tir_extract import (
     DIGITS,
     NUMBER,
     PAIR,
@@ -29,7 +29,7 @@ from rewards.tir_extract import (
     listed_letters,
     option_letters,
 )
-from rewards.tir_judge import (
+from lookcloser.rewards.tir_judge import (
     CHOICE_LETTERS,
     FIRST_PAIR,
     answer_type,

@@ -15,9 +15,15 @@ import functools
 import re
 import unicodedata
 
-from rewards._text import after_think, last_boxed, last_tag_block, sentences_backwards, strip_markup
-from rewards.cues import LETTER_CUE, last_answer_cue
-from rewards.tir_judge import CHOICE_LETTERS, answer_type, item_task, jigsaw_difficulty
+from lookcloser.rewards._text import (
+    after_think,
+    last_boxed,
+    last_tag_block,
+    sentences_backwards,
+    strip_markup,
+)
+from lookcloser.rewards.cues import LETTER_CUE, last_answer_cue
+from lookcloser.rewards.tir_judge import CHOICE_LETTERS, answer_type, item_task, jigsaw_difficulty
 
 STRONG_SOURCES = ("tag", "box", "cue")
 _TAIL_WINDOW = 1500  # tail sentences are looked for here: final answers sit at the end

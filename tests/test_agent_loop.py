@@ -11,14 +11,14 @@ import torch
 from PIL import Image
 from transformers import LogitsProcessorList
 
-from agent.environments import ImageToolEnv, PhotoCollectionEnv, tool_schemas
-from agent.fixtures import make_disbench
-from agent.hf_policy import HFPolicy
-from agent.loop import DEFAULT_SYSTEM_PROMPT, run_episodes
-from agent.models import TINY_MODEL_NAME, load_model, load_processor
-from agent.parsing import parse_assistant_text
-from agent.scripted import ScriptedLogitsProcessor
-from agent.trajectory import Trajectory
+from lookcloser.agent.environments import ImageToolEnv, PhotoCollectionEnv, tool_schemas
+from lookcloser.agent.fixtures import make_disbench
+from lookcloser.agent.hf_policy import HFPolicy
+from lookcloser.agent.loop import DEFAULT_SYSTEM_PROMPT, run_episodes
+from lookcloser.agent.models import TINY_MODEL_NAME, load_model, load_processor
+from lookcloser.agent.parsing import parse_assistant_text
+from lookcloser.agent.scripted import ScriptedLogitsProcessor
+from lookcloser.agent.trajectory import Trajectory
 
 
 def call(name: str, **arguments) -> str:
@@ -204,7 +204,7 @@ def test_disbench_query_answered_by_a_scripted_agent(tiny, tmp_path):
     """The DISBench fixture end to end: filter through the tools, answer with the ids the tool returned."""
     import re
 
-    from agent.embedders import ColorHashEmbedder
+    from lookcloser.agent.embedders import ColorHashEmbedder
 
     fixture = make_disbench(tmp_path / "DISBench")
     query = json.loads((fixture["root"] / "queries.jsonl").read_text().splitlines()[0])

@@ -7,9 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from data_builders.cli import main
-from data_builders.difficulty import DifficultyConfig, curriculum_order, level, pass_rate, two_stage_split
-from data_builders.output import load_output
+from lookcloser.data_builders.cli import main
+from lookcloser.data_builders.difficulty import (
+    DifficultyConfig,
+    curriculum_order,
+    level,
+    pass_rate,
+    two_stage_split,
+)
+from lookcloser.data_builders.output import load_output
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "mir_sample" / "all_data_rel.json"
 RIGHT = ("{g}", "Your option: {g}\nReason: it matches.", "the correct answer is {g}", "\\boxed{{{g}}}")
@@ -111,7 +117,7 @@ def test_sampling_a_model_through_the_agent_loop(records, tmp_path, capsys):
 
 def test_sampling_prompt_matches_upstream_vlm_infer():
     """Issue 12.8: upstream ends with an ``Options:`` line and one option per line; dict values via json.dumps."""
-    from data_builders.difficulty import sampling_prompt
+    from lookcloser.data_builders.difficulty import sampling_prompt
 
     record = {"question": "Which is faster, <image> or <image>?", "options": ["A. the car", "B. the bike"]}
     content = sampling_prompt(record)["content"]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from data_builders.mir import build_stage
+from lookcloser.data_builders.mir import build_stage
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 MIR_SAMPLE = SHARED_DATA / "mir" / "sample.json"

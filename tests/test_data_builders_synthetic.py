@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageChops, ImageDraw
 
-from data_builders.output import BuildReport, load_output
-from data_builders.synthetic import TASKS, SyntheticConfig, build_synthetic
-from rewards.tir_bench import score
+from lookcloser.data_builders.output import BuildReport, load_output
+from lookcloser.data_builders.synthetic import TASKS, SyntheticConfig, build_synthetic
+from lookcloser.rewards.tir_bench import score
 
 CFG = SyntheticConfig(seed=7, base_size=256, canvas_size=640)
 COUNT = 2 * len(TASKS)
@@ -161,7 +161,7 @@ def test_same_seed_same_items(built, tmp_path):
 
 
 def test_fail_mode_stops_at_a_broken_source_image(built, tmp_path):
-    from data_builders.records import RecordError
+    from lookcloser.data_builders.records import RecordError
 
     with pytest.raises(RecordError, match=r"record 'sub/broken.jpg', field 'image'"):
         build_synthetic(built["base"] / "src", tmp_path / "fail", COUNT, CFG, report=BuildReport(), progress=False)
@@ -171,8 +171,8 @@ def test_sft_trainer_tokenizes_and_trains_on_tool_trajectories(built, tmp_path):
     """The real check: TRL's SFTTrainer + the tiny Qwen3-VL on records with images inside tool messages."""
     from trl import SFTConfig, SFTTrainer
 
-    from agent.models import load_processor, resolve_model_path
-    from data_builders.tool_sft import ToolTrajectoryCollator
+    from lookcloser.agent.models import load_processor, resolve_model_path
+    from lookcloser.data_builders.tool_sft import ToolTrajectoryCollator
 
     sft = load_output(built["outs"]["sft"])
     rows = sft.select([i for i, task in enumerate(sft["task"]) if task in ("spot_difference", "rotation_game")][:2])
@@ -197,9 +197,9 @@ def test_collator_equals_trls_on_records_without_tools():
     import torch
     from trl.trainer.sft_trainer import DataCollatorForVisionLanguageModeling
 
-    from agent.models import load_processor
-    from data_builders.mir import mir_sft_dataset
-    from data_builders.tool_sft import ToolTrajectoryCollator
+    from lookcloser.agent.models import load_processor
+    from lookcloser.data_builders.mir import mir_sft_dataset
+    from lookcloser.data_builders.tool_sft import ToolTrajectoryCollator
 
     sample = Path(__file__).resolve().parents[1] / "data" / "mir_sample" / "all_data_rel.json"
     rows = [mir_sft_dataset(sample, stage=2)[i] for i in (0, 20)]
@@ -220,14 +220,14 @@ def test_visual_search_is_unreadable_at_the_models_input_and_readable_in_a_crop(
     """Sized from the tiny model's own processor budget: the target colour covers a couple of pixels of the
     picture the model sees, beside every other option colour; the oracle's crop of the named cell shows it
     at ~9x the area and alone."""
-    from agent.environments import ENVIRONMENTS
-    from agent.images import fit_under_budget
-    from agent.models import load_processor
-    from data_builders.synthetic import COLOURS, SEARCH_COLOURS, search_sizes
+    from lookcloser.agent.environments import ENVIRONMENTS
+    from lookcloser.agent.images import fit_under_budget
+    from lookcloser.agent.models import load_processor
+    from lookcloser.data_builders.synthetic import COLOURS, SEARCH_COLOURS, search_sizes
 
     budget = load_processor(str(tiny_model_dir)).image_processor.size["longest_edge"]
     cfg = SyntheticConfig(seed=3, tasks=("visual_search",), model_pixels=budget)
-    from train.grpo_data import BUNDLED_IMAGES
+    from lookcloser.train.grpo_data import BUNDLED_IMAGES
 
     build_synthetic(BUNDLED_IMAGES, tmp_path / "out", 6, cfg, progress=False, environment="crop")
     records = json.loads((tmp_path / "out/TIR-Bench.json").read_text())

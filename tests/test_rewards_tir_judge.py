@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rewards.tir_bench import judge
-from rewards.tir_judge import (
+from lookcloser.rewards.tir_bench import judge
+from lookcloser.rewards.tir_judge import (
     jigsaw_sequence,
     judge_choice,
     judge_float,

@@ -28,7 +28,7 @@ def run_config(configs) -> dict:
     """What W&B records beside TRL's training arguments: our script's arguments and the recipe's text."""
     import dataclasses
 
-    from train.recipes import last_recipe, own_fields
+    from lookcloser.train.recipes import last_recipe, own_fields
 
     config = {}
     for cfg in configs:
@@ -63,7 +63,7 @@ def train_and_save(trainer, output_dir: str, resume_from_checkpoint=None, config
     ``configs``: the script's own argument dataclasses, logged to W&B with the recipe text.
     ``merge_adapter``: a LoRA run also writes base + adapter merged to ``output_dir/merged``.
     """
-    from agent.models import without_truncation
+    from lookcloser.agent.models import without_truncation
 
     if configs:
         trainer.add_callback(_log_config_callback(configs))
@@ -81,7 +81,7 @@ def train_and_save(trainer, output_dir: str, resume_from_checkpoint=None, config
     trainer.accelerator.print(f"Checkpoint saved to {Path(output_dir).resolve()}")
     if merge_adapter and (Path(output_dir) / "adapter_config.json").is_file():
         if trainer.accelerator.is_main_process:
-            from agent.models import merge_adapter as merge
+            from lookcloser.agent.models import merge_adapter as merge
 
             merged = merge(output_dir, Path(output_dir) / "merged")
             trainer.accelerator.print(f"Adapter merged into its base: {Path(merged).resolve()}")
@@ -107,9 +107,9 @@ def _launcher_pid() -> int | None:
 
 def user_error_classes(extra: tuple[type[BaseException], ...] = ()) -> tuple[type[BaseException], ...]:
     """Exceptions that mean "the user asked for something wrong": one line, exit 2, no traceback."""
-    from agent.models import ModelPathError
-    from data_builders.records import RecordError
-    from train.recipes import RecipeError
+    from lookcloser.agent.models import ModelPathError
+    from lookcloser.data_builders.records import RecordError
+    from lookcloser.train.recipes import RecipeError
 
     return (RecordError, RecipeError, ModelPathError, *extra)
 

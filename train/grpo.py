@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 
 from trl import ModelConfig, ScriptArguments
 
-from train.entry import peft_config, train_and_save
-from train.grpo_trainer import LookcloserGRPOConfig
-from train.recipes import RecipeError
+from lookcloser.train.entry import peft_config, train_and_save
+from lookcloser.train.grpo_trainer import LookcloserGRPOConfig
+from lookcloser.train.recipes import RecipeError
 
 logger = logging.getLogger(__name__)
 
@@ -81,8 +81,8 @@ def _as_dict(value) -> dict:
 
 
 def build_reward_funcs(script_args: GRPOScriptArguments, training_args: LookcloserGRPOConfig) -> list:
-    from rewards import get_reward_funcs
-    from rewards.trl_rewards import make_overlong_reward, make_tool_use_reward
+    from lookcloser.rewards import get_reward_funcs
+    from lookcloser.rewards.trl_rewards import make_overlong_reward, make_tool_use_reward
 
     funcs = []
     for name in script_args.reward_funcs:
@@ -104,7 +104,7 @@ def environment_factory(script_args: GRPOScriptArguments):
     """The environment class (with the recipe's constructor arguments) TRL builds one instance of per rollout."""
     if not script_args.environment or script_args.environment == "none":
         return None
-    from agent.environments import ENVIRONMENTS
+    from lookcloser.agent.environments import ENVIRONMENTS
 
     if script_args.environment not in ENVIRONMENTS:
         raise RecipeError(f"unknown environment {script_args.environment!r}; choose from {sorted(ENVIRONMENTS)} "
@@ -126,8 +126,8 @@ def _init_cpu_deepspeed(training_args) -> None:
 def _cold_start(script_args: GRPOScriptArguments, training_args: LookcloserGRPOConfig, model_args: ModelConfig) -> str:
     from pathlib import Path
 
-    from train.grpo_coldstart import cold_start
-    from train.grpo_data import synthetic_dataset, synthetic_settings
+    from lookcloser.train.grpo_coldstart import cold_start
+    from lookcloser.train.grpo_data import synthetic_dataset, synthetic_settings
 
     if script_args.dataset_path or script_args.dataset_name:
         raise RecipeError("cold_start_steps trains on the synthetic tasks' oracle trajectories: leave "
@@ -140,9 +140,9 @@ def _cold_start(script_args: GRPOScriptArguments, training_args: LookcloserGRPOC
 
 def build_trainer(script_args: GRPOScriptArguments, training_args: LookcloserGRPOConfig, model_args: ModelConfig):
     """Model, processor, data, environment and rewards as the recipe says, in a LookcloserGRPOTrainer."""
-    from agent.models import load_processor, resolve_model_path
-    from train.grpo_data import load_grpo_dataset
-    from train.grpo_trainer import LookcloserGRPOTrainer
+    from lookcloser.agent.models import load_processor, resolve_model_path
+    from lookcloser.train.grpo_data import load_grpo_dataset
+    from lookcloser.train.grpo_trainer import LookcloserGRPOTrainer
 
     _init_cpu_deepspeed(training_args)
     if script_args.cold_start_steps > 0:
@@ -187,8 +187,8 @@ def main(script_args: GRPOScriptArguments, training_args: LookcloserGRPOConfig, 
 
 def write_prompting_record(script_args: GRPOScriptArguments, out_dir: str) -> None:
     """How the policy was prompted (system prompt, tools, environment): ``python -m eval`` reads it back."""
-    from agent.checkpoint_prompting import write_prompting
-    from agent.loop import DEFAULT_SYSTEM_PROMPT
+    from lookcloser.agent.checkpoint_prompting import write_prompting
+    from lookcloser.agent.loop import DEFAULT_SYSTEM_PROMPT
 
     system = {None: "", "default": DEFAULT_SYSTEM_PROMPT}.get(script_args.system_prompt, script_args.system_prompt)
     tools = bool(script_args.environment) and script_args.environment != "none"
@@ -199,12 +199,12 @@ def write_prompting_record(script_args: GRPOScriptArguments, out_dir: str) -> No
 
 
 def parse_args(argv: list[str] | None = None):
-    from train.recipes import parse_recipe
+    from lookcloser.train.recipes import parse_recipe
 
     return parse_recipe((GRPOScriptArguments, LookcloserGRPOConfig, ModelConfig), argv, description=__doc__)
 
 
 if __name__ == "__main__":
-    from train.entry import run
+    from lookcloser.train.entry import run
 
     run(main, parse_args)

@@ -26,7 +26,7 @@ def cold_start_dir(data_dir: Path, model: str, steps: int, learning_rate: float,
 
 def cold_start(script_args, training_args, model_args, data_dir: Path) -> str:
     """Train (or reuse) the cold-start checkpoint; return its folder (every rank calls it, as any Trainer)."""
-    from train import sft
+    from lookcloser.train import sft
 
     steps, lr = int(script_args.cold_start_steps), float(script_args.cold_start_learning_rate)
     target = cold_start_dir(data_dir, model_args.model_name_or_path, steps, lr, training_args.seed)

@@ -31,7 +31,7 @@ from trl import GRPOConfig, GRPOTrainer
 from trl.data_utils import prepare_multimodal_messages
 from trl.trainer import grpo_trainer as trl_grpo
 
-from train.grpo_filtering import (
+from lookcloser.train.grpo_filtering import (
     concat_batches,
     constant_groups,
     loss_tokens,
@@ -39,9 +39,9 @@ from train.grpo_filtering import (
     select_rows,
     unsupported_keys,
 )
-from train.grpo_logging import table_rows, wandb_table, write_jsonl
-from train.grpo_tools import RolloutTools, SafeToolDict, safe_parser
-from train.grpo_truncation import PromptTruncator, as_placeholders
+from lookcloser.train.grpo_logging import table_rows, wandb_table, write_jsonl
+from lookcloser.train.grpo_tools import RolloutTools, SafeToolDict, safe_parser
+from lookcloser.train.grpo_truncation import PromptTruncator, as_placeholders
 
 logger = logging.getLogger(__name__)
 
@@ -327,8 +327,8 @@ class LookcloserGRPOTrainer(GRPOTrainer):
 
     def _log_accuracy(self, inputs: list[dict], completions: list) -> None:
         """``accuracy/{benchmark}`` and ``accuracy/{benchmark}/{task}``: the benchmark score of every row."""
-        from rewards._text import completion_text
-        from rewards.trl_rewards import normalize_source, score_row
+        from lookcloser.rewards._text import completion_text
+        from lookcloser.rewards.trl_rewards import normalize_source, score_row
 
         for row, completion in zip(inputs, completions):
             source = normalize_source(row.get("data_source"))

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from trl import ModelConfig, ScriptArguments, SFTConfig
 
-from train.entry import peft_config, train_and_save
-from train.recipes import RecipeError
+from lookcloser.train.entry import peft_config, train_and_save
+from lookcloser.train.recipes import RecipeError
 
 logger = logging.getLogger(__name__)
 
@@ -62,8 +62,8 @@ def load_sft_dataset(script_args: SFTScriptArguments):
     """Resolve the recipe's data settings to a ``datasets.Dataset`` of SFT records."""
     from datasets import load_dataset, load_from_disk
 
-    from data_builders.mir import mir_sft_dataset
-    from data_builders.records import RecordError
+    from lookcloser.data_builders.mir import mir_sft_dataset
+    from lookcloser.data_builders.records import RecordError
 
     if script_args.dataset_path:
         path = Path(script_args.dataset_path)
@@ -91,8 +91,8 @@ def build_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mod
     """Model, processor and data as the recipe says, in a TRL SFTTrainer (tests inspect it too)."""
     from trl import SFTTrainer
 
-    from agent.models import load_processor, resolve_model_path
-    from data_builders.tool_sft import ToolTrajectoryCollator
+    from lookcloser.agent.models import load_processor, resolve_model_path
+    from lookcloser.data_builders.tool_sft import ToolTrajectoryCollator
 
     # Model: a hub id, a local folder, or the reserved tiny name (built offline, cached).
     model_path = resolve_model_path(model_args.model_name_or_path)
@@ -137,7 +137,7 @@ def build_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mod
 
 def use_featurized_data(trainer, collator, pack_sequences: str, attn_implementation: str | None) -> None:
     """Featurize the training records once (train/sft_data.py) and batch them padded or packed."""
-    from train.sft_data import (
+    from lookcloser.train.sft_data import (
         FeatureCollator,
         featurize,
         group_by_token_length,
@@ -166,7 +166,7 @@ def main(script_args: SFTScriptArguments, training_args: SFTConfig, model_args: 
     out = train_and_save(trainer, training_args.output_dir, training_args.resume_from_checkpoint,
                           configs=(script_args, model_args), merge_adapter=script_args.merge_adapter)
     if trainer.accelerator.is_main_process:  # how it was prompted, so that eval prompts it the same way
-        from agent.checkpoint_prompting import prompting_of, write_prompting
+        from lookcloser.agent.checkpoint_prompting import prompting_of, write_prompting
 
         mir_json = (script_args.dataset_path or "").endswith(".json")
         write_prompting(out, prompting_of(trainer.train_dataset[0], script_args.mir_stage if mir_json else None))
@@ -174,12 +174,12 @@ def main(script_args: SFTScriptArguments, training_args: SFTConfig, model_args: 
 
 
 def parse_args(argv: list[str] | None = None):
-    from train.recipes import parse_recipe
+    from lookcloser.train.recipes import parse_recipe
 
     return parse_recipe((SFTScriptArguments, SFTConfig, ModelConfig), argv, description=__doc__)
 
 
 if __name__ == "__main__":
-    from train.entry import run
+    from lookcloser.train.entry import run
 
     run(main, parse_args)
