@@ -14,6 +14,8 @@ import numpy as np
 import torch
 from transformers import AutoConfig, AutoProcessor, Qwen3VLConfig, Qwen3VLProcessor
 
+from lookcloser.trl_surface import init_qwen3vl_processor
+
 TINY_MODEL_NAME = "lookcloser/tiny-qwen3-vl"
 
 
@@ -27,16 +29,7 @@ class LookcloserQwen3VLProcessor(Qwen3VLProcessor):
 
     def __init__(self, image_processor=None, tokenizer=None, chat_template=None, **kwargs):
         # ProcessorMixin derives its sub-processors from this signature: no video_processor here.
-        self.image_token = getattr(tokenizer, "image_token", None) or "<|image_pad|>"
-        self.video_token = getattr(tokenizer, "video_token", None) or "<|video_pad|>"
-        self.image_token_id = tokenizer.convert_tokens_to_ids(self.image_token)
-        self.video_token_id = tokenizer.convert_tokens_to_ids(self.video_token)
-        self.vision_start_token = getattr(tokenizer, "vision_start_token", None) or "<|vision_start|>"
-        self.vision_end_token = getattr(tokenizer, "vision_end_token", None) or "<|vision_end|>"
-        self.vision_start_token_id = tokenizer.convert_tokens_to_ids(self.vision_start_token)
-        self.vision_end_token_id = tokenizer.convert_tokens_to_ids(self.vision_end_token)
-        self.video_processor = None
-        super(Qwen3VLProcessor, self).__init__(image_processor, tokenizer, chat_template=chat_template)
+        init_qwen3vl_processor(self, image_processor, tokenizer, chat_template)
 
     def __call__(self, images=None, text=None, videos=None, **kwargs):
         if videos is not None:

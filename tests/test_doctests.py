@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("rewards", "data_builders", "agent", "train", "eval")
+PACKAGES = ("lookcloser", "rewards", "data_builders", "agent", "train", "eval")
 
 
 def _modules_with_examples() -> list[str]:
@@ -25,7 +25,7 @@ def _modules_with_examples() -> list[str]:
                 continue
             parts = path.relative_to(REPO).with_suffix("").parts
             parts = parts[:-1] if parts[-1] == "__init__" else parts
-            names.append("lookcloser." + ".".join(parts))
+            names.append(".".join(parts if parts[0] == "lookcloser" else ("lookcloser", *parts)))
     return names
 
 

@@ -93,6 +93,7 @@ def build_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mod
 
     from lookcloser.agent.models import load_processor, resolve_model_path
     from lookcloser.data_builders.tool_sft import ToolTrajectoryCollator
+    from lookcloser.trl_surface import is_vision_dataset
 
     # Model: a hub id, a local folder, or the reserved tiny name (built offline, cached).
     model_path = resolve_model_path(model_args.model_name_or_path)
@@ -117,7 +118,7 @@ def build_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mod
         processing_class=processor,
         peft_config=peft_config(model_args),
     )
-    if trainer._is_vision_dataset:
+    if is_vision_dataset(trainer):
         # TRL's vision collator puts no images into tool messages and drops the `tools` column;
         # ours equals it on plain records and also handles multi-turn tool trajectories.
         collator = ToolTrajectoryCollator(
@@ -143,8 +144,8 @@ def use_featurized_data(trainer, collator, pack_sequences: str, attn_implementat
         group_by_token_length,
         pack_supported,
         rope_index_fn,
-        score_labelled_tokens_only,
     )
+    from lookcloser.trl_surface import score_labelled_tokens_only
 
     score_labelled_tokens_only()
     group_by_token_length(trainer)
