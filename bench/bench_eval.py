@@ -1,7 +1,7 @@
 """Eval client concurrency against an endpoint, printed as JSON.
 
 A TIR-Bench-sized run (1,215 items, the real per-task counts, generated images in the official
-layout) against a loopback OpenAI-compatible server (``eval.fake_endpoint``, a real HTTP server in
+layout) against a loopback OpenAI-compatible server (``testing/fake_endpoint.py``, a real HTTP server in
 its own process, as vLLM would be) that answers every request after ``--latencies`` seconds
 (default 0.2 and 0.02) with the item's gold answer. For each latency the whole benchmark runs with
 ``--concurrency`` episodes in flight, and the sequential client (concurrency 1) runs on the first
@@ -21,14 +21,17 @@ import logging
 import multiprocessing
 import os
 import platform
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # testing/ (not installed) from the checkout
+
 
 def _serve(gold: dict[str, str], latency: float, conn) -> None:
     """The endpoint, in its own process as a real server would be (it must not share our GIL)."""
-    from lookcloser.eval.fake_endpoint import FakeEndpoint
+    from testing.fake_endpoint import FakeEndpoint
 
     def respond(request, attempt):
         user = next(m for m in request["messages"] if m["role"] == "user")

@@ -167,8 +167,8 @@ def run_grpo(args, config, tokenizer, processor, device, dtype, workdir: Path) -
     import torch
     from transformers import LogitsProcessorList
 
-    from lookcloser.agent.scripted import ScriptedLogitsProcessor
     from lookcloser.train import grpo
+    from testing.scripted import ScriptedLogitsProcessor
 
     folder = workdir / "qwen3-vl-2b-random"
     model = build_model(config, device, dtype, args.attn)

@@ -14,7 +14,7 @@ from transformers import LogitsProcessorList
 
 from lookcloser.agent.environments import ImageToolEnv
 from lookcloser.agent.models import TINY_MODEL_NAME, load_model, load_processor
-from lookcloser.agent.scripted import ScriptedLogitsProcessor
+from testing.scripted import ScriptedLogitsProcessor
 
 CROP = '<tool_call>\n{"name": "crop", "arguments": {"image_index": 0, "box": [0, 0, 0.5, 0.5]}}\n</tool_call>'
 

@@ -1,4 +1,4 @@
-"""DISBench tools over a generated collection in the official layout (agent.fixtures.make_disbench)."""
+"""DISBench tools over a generated collection in the official layout (testing.agent_fixtures.make_disbench)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 
 from lookcloser.agent import embedders
 from lookcloser.agent.environments import PhotoCollectionEnv
-from lookcloser.agent.fixtures import make_disbench
 from lookcloser.agent.photos import load_collection
 from lookcloser.agent.toolkit import is_error
+from testing.agent_fixtures import make_disbench
 
 
 @pytest.fixture(scope="module")

@@ -14,9 +14,9 @@ import pytest
 from PIL import Image
 
 from lookcloser.agent.environments import WebImageEnv
-from lookcloser.agent.fixtures import make_search_corpus
 from lookcloser.agent.search import CorpusBackend, SearxngBackend, search_backend_from_env
 from lookcloser.agent.toolkit import is_error
+from testing.agent_fixtures import make_search_corpus
 
 
 class FakeSearx(BaseHTTPRequestHandler):

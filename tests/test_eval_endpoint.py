@@ -18,12 +18,12 @@ from PIL import Image
 from lookcloser.agent.images import load_example_images
 from lookcloser.agent.openai_policy import image_data_url
 from lookcloser.eval.config import EvalConfig
-from lookcloser.eval.fake_endpoint import FakeEndpoint
 from lookcloser.eval.fixtures import write_fixtures
 from lookcloser.eval.loaders import EvalError
 from lookcloser.eval.pipeline import evaluate, load_items
 from lookcloser.eval.runner import PredictionStore
 from lookcloser.eval.scoring import gold_response
+from testing.fake_endpoint import FakeEndpoint
 
 MAX_IMAGE_PIXELS = 2048 * 2048  # OpenAIPolicy's default upload budget
 

@@ -71,9 +71,9 @@ def test_mir_questions_become_scored_prompts(sample_mir):
 
 def test_disbench_queries_open_their_collection(tmp_path):
     from lookcloser.agent.environments import PhotoCollectionEnv
-    from lookcloser.agent.fixtures import make_disbench
     from lookcloser.rewards import REGISTRY
     from lookcloser.train.grpo_data import disbench_grpo_dataset
+    from testing.agent_fixtures import make_disbench
 
     fixture = make_disbench(tmp_path / "DISBench")
     rows = disbench_grpo_dataset(fixture["root"] / "queries.jsonl", fixture["root"])
@@ -86,7 +86,7 @@ def test_disbench_queries_open_their_collection(tmp_path):
 
 
 def test_disbench_recipe_runs_on_a_generated_collection(tiny_model_dir, tmp_path):
-    from lookcloser.agent.fixtures import make_disbench
+    from testing.agent_fixtures import make_disbench
 
     fixture = make_disbench(tmp_path / "DISBench")
     script, config, model_args = _args(
@@ -121,8 +121,8 @@ def test_bad_tool_calls_become_error_observations_in_trl_loop(tiny_model_dir, tm
     from transformers import LogitsProcessorList
 
     from lookcloser.agent.models import load_processor
-    from lookcloser.agent.scripted import ScriptedLogitsProcessor
     from lookcloser.train.grpo_trainer import LookcloserGRPOTrainer
+    from testing.scripted import ScriptedLogitsProcessor
 
     replies = ['<think>look</think><tool_call>{"name": "crop", "arguments": {</tool_call>',  # malformed JSON
                '<tool_call>\n{"name": "segment", "arguments": {"image_index": 0}}\n</tool_call>',  # unknown tool

@@ -10,7 +10,7 @@ from PIL import Image
 from lookcloser.agent import openai_policy
 from lookcloser.agent.episode import Episode
 from lookcloser.agent.openai_policy import OpenAIPolicy
-from lookcloser.eval.fake_endpoint import FakeEndpoint
+from testing.fake_endpoint import FakeEndpoint
 
 
 def _episode(image: Image.Image, text: str) -> Episode:

@@ -3,7 +3,7 @@
 A checkpoint retrained in place is not resumed from old predictions; a dead endpoint stops in
 seconds naming its URL; a run where every call failed exits non-zero; progress lines carry an
 ETA; the W&B run logs its config, tables and charts under ``WANDB_DIR``. Real tiny model, real
-loopback HTTP server (eval.fake_endpoint), real files.
+loopback HTTP server (testing/fake_endpoint.py), real files.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import time
 import pytest
 
 from lookcloser.eval.config import EvalConfig
-from lookcloser.eval.fake_endpoint import FakeEndpoint
 from lookcloser.eval.loaders import EvalError
 from lookcloser.eval.pipeline import evaluate
 from lookcloser.eval.runner import PredictionStore
+from testing.fake_endpoint import FakeEndpoint
 
 
 def _attempts(out) -> dict[str, int]:

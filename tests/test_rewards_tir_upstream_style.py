@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from lookcloser.rewards.evalscope_baseline import evalscope_extract
+from bench.evalscope_baseline import evalscope_extract
 from lookcloser.rewards.tir_bench import judge, score
 
 J6 = {"task": "jigsaw", "answer": str(list(range(1, 37))), "meta_data": {"difficulty": 6}, "prompt": "6×6"}

@@ -132,7 +132,6 @@ def test_light_import_without_torch_transformers_trl():
         sys.meta_path.insert(0, Block())
         from lookcloser import rewards
         from lookcloser.rewards import tir_bench, mir, disbench, imagemining, format_and_tools, verl, llm_judge
-        from lookcloser.rewards import synthetic, evalscope_baseline
         item = {"task": "math", "answer": "3.5", "prompt": ""}
         assert tir_bench.score(item, r"Answer: \\frac{7}{2}", "official") == 1.0  # math-verify path
         assert tir_bench.score({"task": "refcoco", "answer": "B", "prompt": "A. x"}, "Answer: bb", "official") == 0.0
