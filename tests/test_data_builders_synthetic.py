@@ -227,7 +227,7 @@ def test_visual_search_is_unreadable_at_the_models_input_and_readable_in_a_crop(
 
     budget = load_processor(str(tiny_model_dir)).image_processor.size["longest_edge"]
     cfg = SyntheticConfig(seed=3, tasks=("visual_search",), model_pixels=budget)
-    from lookcloser.train.grpo_data import BUNDLED_IMAGES
+    from lookcloser.train.grpo_lib.data import BUNDLED_IMAGES
 
     build_synthetic(BUNDLED_IMAGES, tmp_path / "out", 6, cfg, progress=False, environment="crop")
     records = json.loads((tmp_path / "out/TIR-Bench.json").read_text())

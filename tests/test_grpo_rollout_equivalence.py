@@ -52,7 +52,7 @@ def test_grpo_rollout_and_eval_episode_are_the_same(tiny_model_dir, tmp_path):
     from lookcloser.data_builders.output import load_output
     from lookcloser.data_builders.synthetic import SyntheticConfig, build_synthetic
     from lookcloser.rewards import get_reward_funcs
-    from lookcloser.train.grpo_data import BUNDLED_IMAGES
+    from lookcloser.train.grpo_lib.data import BUNDLED_IMAGES
     from testing.scripted import ScriptedLogitsProcessor
 
     build_synthetic(BUNDLED_IMAGES, tmp_path / "data", 1, SyntheticConfig(seed=5, tasks=("visual_search",)),

@@ -56,7 +56,7 @@ def test_reward_weights_must_match_reward_funcs():
 
 def test_mir_questions_become_scored_prompts(sample_mir):
     from lookcloser.rewards import REGISTRY
-    from lookcloser.train.grpo_data import mir_grpo_dataset
+    from lookcloser.train.grpo_lib.data import mir_grpo_dataset
 
     rows = mir_grpo_dataset(sample_mir, stage=4)
     assert len(rows) == 64 and rows[0]["data_source"] == "mir" and rows[0]["task"] == "colour"
@@ -72,7 +72,7 @@ def test_mir_questions_become_scored_prompts(sample_mir):
 def test_disbench_queries_open_their_collection(tmp_path):
     from lookcloser.agent.environments import PhotoCollectionEnv
     from lookcloser.rewards import REGISTRY
-    from lookcloser.train.grpo_data import disbench_grpo_dataset
+    from lookcloser.train.grpo_lib.data import disbench_grpo_dataset
     from testing.agent_fixtures import make_disbench
 
     fixture = make_disbench(tmp_path / "DISBench")
@@ -103,7 +103,7 @@ def test_disbench_recipe_runs_on_a_generated_collection(tiny_model_dir, tmp_path
 
 
 def test_synthetic_default_is_generated_once(tmp_path):
-    from lookcloser.train.grpo_data import synthetic_dataset
+    from lookcloser.train.grpo_lib.data import synthetic_dataset
 
     first = synthetic_dataset(tmp_path, count=5, seed=3, canvas_size=384)
     marker = next(tmp_path.glob("*/settings.json"))
@@ -121,7 +121,7 @@ def test_bad_tool_calls_become_error_observations_in_trl_loop(tiny_model_dir, tm
     from transformers import LogitsProcessorList
 
     from lookcloser.agent.models import load_processor
-    from lookcloser.train.grpo_trainer import LookcloserGRPOTrainer
+    from lookcloser.train.grpo_lib.trainer import LookcloserGRPOTrainer
     from testing.scripted import ScriptedLogitsProcessor
 
     replies = ['<think>look</think><tool_call>{"name": "crop", "arguments": {</tool_call>',  # malformed JSON
@@ -195,9 +195,9 @@ def _first_round_constant(reward):
 @pytest.mark.parametrize("base_reward, rounds, seed", [(_odd_a_count, 3, 1), (_rare_e, 1, 0)])
 def test_group_filtering_refills_the_batch(base_reward, rounds, seed, tiny_model_dir, tmp_path, sample_mir):
     from lookcloser.agent.models import load_processor
-    from lookcloser.train.grpo_data import mir_grpo_dataset
-    from lookcloser.train.grpo_filtering import loss_tokens
-    from lookcloser.train.grpo_trainer import LookcloserGRPOTrainer
+    from lookcloser.train.grpo_lib.data import mir_grpo_dataset
+    from lookcloser.train.grpo_lib.filtering import loss_tokens
+    from lookcloser.train.grpo_lib.trainer import LookcloserGRPOTrainer
 
     _, config, _ = _args("--output_dir", str(tmp_path), "--num_generations", "4", "--per_device_train_batch_size",
                          "16", "--max_completion_length", "12", "--filter_groups", "true", "--resample_rounds", str(rounds),

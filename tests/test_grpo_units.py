@@ -8,21 +8,21 @@ import pytest
 import torch
 from PIL import Image
 
-from lookcloser.train.grpo_filtering import (
+from lookcloser.train.grpo_lib.filtering import (
     concat_batches,
     constant_groups,
     loss_tokens,
     mask_rows,
     select_rows,
 )
-from lookcloser.train.grpo_logging import contact_sheet, conversation_text, table_rows
-from lookcloser.train.grpo_tools import (
+from lookcloser.train.grpo_lib.tables import contact_sheet, conversation_text, table_rows
+from lookcloser.train.grpo_lib.tools import (
     INVALID_TOOL,
     RolloutTools,
     SafeToolDict,
     normalize_tool_calls,
 )
-from lookcloser.train.grpo_truncation import PromptTruncator, as_placeholders
+from lookcloser.train.grpo_lib.truncation import PromptTruncator, as_placeholders
 
 PAD = 99
 

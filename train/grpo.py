@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from trl import ModelConfig, ScriptArguments
 
 from lookcloser.train.entry import peft_config, train_and_save
-from lookcloser.train.grpo_trainer import LookcloserGRPOConfig
+from lookcloser.train.grpo_lib.trainer import LookcloserGRPOConfig
 from lookcloser.train.recipes import RecipeError
 
 logger = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ class GRPOScriptArguments(ScriptArguments):
         "help": "Reward names from rewards.REGISTRY; weights are `reward_weights`."})
     cold_start_steps: int = field(default=0, metadata={
         "help": "With synthetic tasks: first SFT this many steps on their oracle tool trajectories and start GRPO "
-                "from that checkpoint (cached beside the data; train/grpo_coldstart.py). 0: start from the model."})
+                "from that checkpoint (cached beside the data; train/grpo_lib/coldstart.py). 0: start from the model."})
     cold_start_learning_rate: float = field(default=5e-3, metadata={"help": "Learning rate of the cold-start SFT."})
     tool_bonus_cap: int = field(default=1, metadata={
         "help": "tool_use pays min(successful tool results, cap) / cap when the answer is right."})
@@ -126,8 +126,8 @@ def _init_cpu_deepspeed(training_args) -> None:
 def _cold_start(script_args: GRPOScriptArguments, training_args: LookcloserGRPOConfig, model_args: ModelConfig) -> str:
     from pathlib import Path
 
-    from lookcloser.train.grpo_coldstart import cold_start
-    from lookcloser.train.grpo_data import synthetic_dataset, synthetic_settings
+    from lookcloser.train.grpo_lib.coldstart import cold_start
+    from lookcloser.train.grpo_lib.data import synthetic_dataset, synthetic_settings
 
     if script_args.dataset_path or script_args.dataset_name:
         raise RecipeError("cold_start_steps trains on the synthetic tasks' oracle trajectories: leave "
@@ -141,8 +141,8 @@ def _cold_start(script_args: GRPOScriptArguments, training_args: LookcloserGRPOC
 def build_trainer(script_args: GRPOScriptArguments, training_args: LookcloserGRPOConfig, model_args: ModelConfig):
     """Model, processor, data, environment and rewards as the recipe says, in a LookcloserGRPOTrainer."""
     from lookcloser.agent.models import load_processor, resolve_model_path
-    from lookcloser.train.grpo_data import load_grpo_dataset
-    from lookcloser.train.grpo_trainer import LookcloserGRPOTrainer
+    from lookcloser.train.grpo_lib.data import load_grpo_dataset
+    from lookcloser.train.grpo_lib.trainer import LookcloserGRPOTrainer
 
     _init_cpu_deepspeed(training_args)
     if script_args.cold_start_steps > 0:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BUNDLED_IMAGES = REPO / "data" / "mir_sample"
 DISBENCH_INSTRUCTION = (
     "\nSearch this user's photo collection with the tools and find every photo that matches. Reply with "

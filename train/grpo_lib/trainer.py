@@ -29,7 +29,7 @@ from datasets import Dataset
 from trl import GRPOConfig, GRPOTrainer
 from trl.data_utils import prepare_multimodal_messages
 
-from lookcloser.train.grpo_filtering import (
+from lookcloser.train.grpo_lib.filtering import (
     concat_batches,
     constant_groups,
     loss_tokens,
@@ -37,9 +37,9 @@ from lookcloser.train.grpo_filtering import (
     select_rows,
     unsupported_keys,
 )
-from lookcloser.train.grpo_logging import table_rows, wandb_table, write_jsonl
-from lookcloser.train.grpo_tools import RolloutTools, SafeToolDict, safe_parser
-from lookcloser.train.grpo_truncation import PromptTruncator, as_placeholders
+from lookcloser.train.grpo_lib.tables import table_rows, wandb_table, write_jsonl
+from lookcloser.train.grpo_lib.tools import RolloutTools, SafeToolDict, safe_parser
+from lookcloser.train.grpo_lib.truncation import PromptTruncator, as_placeholders
 from lookcloser.trl_surface import (
     generated,
     grpo_config_argument,

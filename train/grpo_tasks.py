@@ -51,7 +51,7 @@ def model_pixels(name_or_path: str) -> int:
 
 def build(args: ToolTaskArguments) -> dict[str, Path]:
     from lookcloser.data_builders.synthetic import SyntheticConfig, build_synthetic
-    from lookcloser.train.grpo_data import BUNDLED_IMAGES, generated_images, resolve_path
+    from lookcloser.train.grpo_lib.data import BUNDLED_IMAGES, generated_images, resolve_path
 
     if args.seed == args.heldout_seed:
         raise ValueError("heldout_seed must differ from seed: the held-out tasks are a seed never trained on")
