@@ -317,7 +317,7 @@ def main() -> None:
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     from transformers import Qwen2VLImageProcessorPil
 
-    from lookcloser.agent.models import LookcloserQwen3VLProcessor
+    from lookcloser.agent.processor import LookcloserQwen3VLProcessor
     from lookcloser.agent.tiny_qwen3_vl import build_config, build_tokenizer
 
     tokenizer = build_tokenizer()

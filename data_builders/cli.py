@@ -121,7 +121,10 @@ def run(args: argparse.Namespace) -> BuildReport:
                                  batch_rows=args.batch_rows, progress=progress)
             where = str(args.out)
         elif args.command == "synthetic":
-            from lookcloser.data_builders.synthetic import TASKS, SyntheticConfig, build_synthetic
+            from lookcloser.agent.oracle import (
+                build_synthetic,  # runs the agent's tools: this command is an entry point
+            )
+            from lookcloser.data_builders.synthetic import TASKS, SyntheticConfig
 
             cfg = SyntheticConfig(seed=args.seed, tasks=tuple(args.tasks or TASKS),
                                   jigsaw_sizes=tuple(args.jigsaw_sizes), base_size=args.base_size,
@@ -133,8 +136,15 @@ def run(args: argparse.Namespace) -> BuildReport:
         else:
             from lookcloser.data_builders.difficulty import build_difficulty
 
-            outs = build_difficulty(args.path, args.out, report, predictions=args.predictions, model=args.model,
-                                    k=args.samples, max_new_tokens=args.max_new_tokens,
+            sample = None
+            if args.model is not None and args.predictions is None:
+                import functools
+
+                from lookcloser.agent.sampling import sample_predictions  # the model runs in the agent loop
+
+                sample = functools.partial(sample_predictions, model_name_or_path=args.model, k=args.samples,
+                                           max_new_tokens=args.max_new_tokens, progress=progress)
+            outs = build_difficulty(args.path, args.out, report, predictions=args.predictions, sample=sample,
                                     images_root=args.images_root, cfg=_difficulty_config(args),
                                     fmt=args.format, progress=progress)
             where = f"{outs['dataset']} (levels: {outs['levels']})"

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageChops, ImageDraw
 
+from lookcloser.agent.oracle import build_synthetic
 from lookcloser.data_builders.output import BuildReport, load_output
-from lookcloser.data_builders.synthetic import TASKS, SyntheticConfig, build_synthetic
+from lookcloser.data_builders.synthetic import TASKS, SyntheticConfig
 from lookcloser.rewards.tir_bench import score
 
 CFG = SyntheticConfig(seed=7, base_size=256, canvas_size=640)
@@ -172,7 +173,7 @@ def test_sft_trainer_tokenizes_and_trains_on_tool_trajectories(built, tmp_path):
     from trl import SFTConfig, SFTTrainer
 
     from lookcloser.agent.models import load_processor, resolve_model_path
-    from lookcloser.data_builders.tool_sft import ToolTrajectoryCollator
+    from lookcloser.train.collators import ToolTrajectoryCollator
 
     sft = load_output(built["outs"]["sft"])
     rows = sft.select([i for i, task in enumerate(sft["task"]) if task in ("spot_difference", "rotation_game")][:2])
@@ -199,7 +200,7 @@ def test_collator_equals_trls_on_records_without_tools():
 
     from lookcloser.agent.models import load_processor
     from lookcloser.data_builders.mir import mir_sft_dataset
-    from lookcloser.data_builders.tool_sft import ToolTrajectoryCollator
+    from lookcloser.train.collators import ToolTrajectoryCollator
 
     sample = Path(__file__).resolve().parents[1] / "data" / "mir_sample" / "all_data_rel.json"
     rows = [mir_sft_dataset(sample, stage=2)[i] for i in (0, 20)]

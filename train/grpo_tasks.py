@@ -50,7 +50,8 @@ def model_pixels(name_or_path: str) -> int:
 
 
 def build(args: ToolTaskArguments) -> dict[str, Path]:
-    from lookcloser.data_builders.synthetic import SyntheticConfig, build_synthetic
+    from lookcloser.agent.oracle import build_synthetic
+    from lookcloser.data_builders.synthetic import SyntheticConfig
     from lookcloser.train.grpo_lib.data import BUNDLED_IMAGES, generated_images, resolve_path
 
     if args.seed == args.heldout_seed:

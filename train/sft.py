@@ -92,7 +92,7 @@ def build_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mod
     from trl import SFTTrainer
 
     from lookcloser.agent.models import load_processor, resolve_model_path
-    from lookcloser.data_builders.tool_sft import ToolTrajectoryCollator
+    from lookcloser.train.collators import ToolTrajectoryCollator
     from lookcloser.trl_surface import is_vision_dataset
 
     # Model: a hub id, a local folder, or the reserved tiny name (built offline, cached).

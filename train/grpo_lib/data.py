@@ -57,8 +57,9 @@ def synthetic_dataset(out_dir: str | Path, *, images: str | None = None, count: 
     the cold start are written beside (``out_dir/<key>/sft``), calling ``environment``'s tools.
     ``return_dir``: return ``(rows, out_dir/<key>)``.
     """
+    from lookcloser.agent.oracle import build_synthetic
     from lookcloser.data_builders.output import load_output
-    from lookcloser.data_builders.synthetic import TASKS, SyntheticConfig, build_synthetic
+    from lookcloser.data_builders.synthetic import TASKS, SyntheticConfig
 
     out_dir = Path(out_dir)
     if images == "generated" or (images is None and not BUNDLED_IMAGES.is_dir()):
