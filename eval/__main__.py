@@ -26,7 +26,7 @@ model (its weights) and the answer-shaping settings are unchanged; --resume fals
 def _prepare(argv: list[str]) -> None:
     from lookcloser.eval.loaders import BENCHMARKS
     from lookcloser.eval.prepare import SOURCES, parse_sources, prepare
-    from lookcloser.train.recipes import parser_without_abbreviations
+    from lookcloser.recipes import parser_without_abbreviations
 
     parser = parser_without_abbreviations(prog="python -m eval prepare", description="Download the official files.")
     parser.add_argument("--benchmarks", default=",".join(BENCHMARKS))
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> dict | None:
         argv = argv[1:]
     from lookcloser.eval.config import EvalConfig
     from lookcloser.eval.pipeline import evaluate
-    from lookcloser.train.recipes import given_fields, parse_recipe
+    from lookcloser.recipes import given_fields, parse_recipe
 
     (cfg,) = parse_recipe((EvalConfig,), argv, prog="python -m eval", description=HELP)
     note = apply_checkpoint_prompting(cfg, given_fields(argv))

@@ -11,7 +11,7 @@ import pytest
 
 from lookcloser.data_builders.mir import load_mir_records
 from lookcloser.data_builders.records import RecordError
-from lookcloser.train.recipes import RecipeError, parse_recipe
+from lookcloser.recipes import RecipeError, parse_recipe
 from tests.conftest import REPO, SAMPLE_MIR
 
 

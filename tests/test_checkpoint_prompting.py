@@ -17,7 +17,7 @@ from lookcloser.eval.__main__ import apply_checkpoint_prompting
 from lookcloser.eval.config import EvalConfig, EvalError
 from lookcloser.eval.loaders import EvalItem
 from lookcloser.eval.pipeline import gray_out_images
-from lookcloser.train.recipes import given_fields
+from lookcloser.recipes import given_fields
 
 
 def _checkpoint(tmp_path, stage=1):

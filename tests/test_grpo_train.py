@@ -36,7 +36,7 @@ def test_recipes_parse(recipe):
 
 
 def test_unknown_recipe_key_is_one_clear_error(tmp_path):
-    from lookcloser.train.recipes import RecipeError
+    from lookcloser.recipes import RecipeError
 
     recipe = tmp_path / "bad.yaml"
     recipe.write_text((REPO / "recipes/grpo_synthetic.yaml").read_text() + "max_turns: 3\n")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lookcloser.train.recipes import RecipeError
+from lookcloser.recipes import RecipeError
 
 REPO = Path(__file__).resolve().parents[1]
 RECIPE = str(REPO / "recipes" / "mir_stage1.yaml")
@@ -169,8 +169,8 @@ def test_our_recipes_parse_without_deprecation_warnings(recipe, tmp_path):
     import yaml
 
     from lookcloser.eval.config import EvalConfig
+    from lookcloser.recipes import load_recipe_mapping, parse_recipe
     from lookcloser.train.curriculum import _module_name, plan
-    from lookcloser.train.recipes import load_recipe_mapping, parse_recipe
 
     path = REPO / "recipes" / recipe
     with warnings.catch_warnings():

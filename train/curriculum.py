@@ -36,7 +36,7 @@ from pathlib import Path
 
 import yaml
 
-from lookcloser.train.recipes import RecipeError, load_recipe_mapping
+from lookcloser.recipes import RecipeError, load_recipe_mapping
 
 DEFAULT_SCRIPT = "train/sft.py"
 MARKER = "curriculum_done.json"
@@ -299,8 +299,8 @@ def match_launcher_threads() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from lookcloser.recipes import parser_without_abbreviations
     from lookcloser.train.entry import report_error, user_error_classes
-    from lookcloser.train.recipes import parser_without_abbreviations
 
     parser = parser_without_abbreviations(description=__doc__.splitlines()[0], prog="train/curriculum.py")
     parser.add_argument("recipe", type=Path)

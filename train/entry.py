@@ -28,7 +28,7 @@ def run_config(configs) -> dict:
     """What W&B records beside TRL's training arguments: our script's arguments and the recipe's text."""
     import dataclasses
 
-    from lookcloser.train.recipes import last_recipe, own_fields
+    from lookcloser.recipes import last_recipe, own_fields
 
     config = {}
     for cfg in configs:
@@ -109,7 +109,7 @@ def user_error_classes(extra: tuple[type[BaseException], ...] = ()) -> tuple[typ
     """Exceptions that mean "the user asked for something wrong": one line, exit 2, no traceback."""
     from lookcloser.agent.models import ModelPathError
     from lookcloser.data_builders.records import RecordError
-    from lookcloser.train.recipes import RecipeError
+    from lookcloser.recipes import RecipeError
 
     return (RecordError, RecipeError, ModelPathError, *extra)
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 
 from trl import ModelConfig, ScriptArguments
 
+from lookcloser.recipes import RecipeError
 from lookcloser.train.entry import peft_config, train_and_save
 from lookcloser.train.grpo_lib.trainer import LookcloserGRPOConfig
-from lookcloser.train.recipes import RecipeError
 
 logger = logging.getLogger(__name__)
 
@@ -199,7 +199,7 @@ def write_prompting_record(script_args: GRPOScriptArguments, out_dir: str) -> No
 
 
 def parse_args(argv: list[str] | None = None):
-    from lookcloser.train.recipes import parse_recipe
+    from lookcloser.recipes import parse_recipe
 
     return parse_recipe((GRPOScriptArguments, LookcloserGRPOConfig, ModelConfig), argv, description=__doc__)
 

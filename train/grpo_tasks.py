@@ -88,7 +88,7 @@ def main(args: ToolTaskArguments) -> str:
 
 
 def parse_args(argv: list[str] | None = None):
-    from lookcloser.train.recipes import parse_recipe
+    from lookcloser.recipes import parse_recipe
 
     return parse_recipe((ToolTaskArguments,), argv)
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from trl import ModelConfig, ScriptArguments, SFTConfig
 
+from lookcloser.recipes import RecipeError
 from lookcloser.train.entry import peft_config, train_and_save
-from lookcloser.train.recipes import RecipeError
 
 logger = logging.getLogger(__name__)
 
@@ -175,7 +175,7 @@ def main(script_args: SFTScriptArguments, training_args: SFTConfig, model_args: 
 
 
 def parse_args(argv: list[str] | None = None):
-    from lookcloser.train.recipes import parse_recipe
+    from lookcloser.recipes import parse_recipe
 
     return parse_recipe((SFTScriptArguments, SFTConfig, ModelConfig), argv, description=__doc__)
 

@@ -164,7 +164,7 @@ def load_grpo_dataset(script_args, training_args):
             dataset = mir_grpo_dataset(path, script_args.images_root, script_args.mir_stage)
         elif kind == "disbench":
             if not script_args.disbench_root:
-                from lookcloser.train.recipes import RecipeError
+                from lookcloser.recipes import RecipeError
 
                 raise RecipeError("DISBench queries need `disbench_root` (the folder with metadata/ and images/)")
             dataset = disbench_grpo_dataset(path, script_args.disbench_root)
