@@ -60,23 +60,18 @@ class SFTScriptArguments(ScriptArguments):
 
 def load_sft_dataset(script_args: SFTScriptArguments):
     """Resolve the recipe's data settings to a ``datasets.Dataset`` of SFT records."""
-    from datasets import load_dataset, load_from_disk
+    from datasets import load_dataset
 
     from lookcloser.data_builders.mir import mir_sft_dataset
-    from lookcloser.data_builders.records import RecordError
+    from lookcloser.data_builders.output import load_records
 
     if script_args.dataset_path:
         path = Path(script_args.dataset_path)
-        if path.is_dir():
-            dataset = load_from_disk(str(path))
-        elif path.suffix == ".json":
+        if path.suffix == ".json" and path.is_file():
             dataset = mir_sft_dataset(path, script_args.images_root, stage=script_args.mir_stage,
                                       faithful_upstream=script_args.faithful_upstream)
-        elif path.suffix in (".parquet", ".jsonl"):
-            dataset = load_dataset(path.suffix.lstrip(".").replace("jsonl", "json"), data_files=str(path))["train"]
-        else:
-            raise RecordError(path, None, None, "data file not found" if not path.exists()
-                              else "expected an MIR .json, a .parquet/.jsonl file or a saved dataset folder")
+        else:  # a builder's folder (either format), a .parquet or .jsonl file: the loader GRPO uses too
+            dataset = load_records(path)
     elif script_args.dataset_name:  # the user asked for a hub dataset by name
         dataset = load_dataset(script_args.dataset_name, name=script_args.dataset_config)
         dataset = dataset[script_args.dataset_train_split]

@@ -149,7 +149,7 @@ def load_grpo_dataset(script_args, training_args):
     """Resolve the recipe's data settings to a ``datasets.Dataset`` of GRPO rows."""
     from datasets import load_dataset
 
-    from lookcloser.data_builders.output import load_output
+    from lookcloser.data_builders.output import load_records
     from lookcloser.data_builders.records import RecordError
 
     kind = script_args.dataset_kind
@@ -159,7 +159,7 @@ def load_grpo_dataset(script_args, training_args):
             raise RecordError(path, None, None, "data file not found")
         kind = _kind(path) if kind == "auto" else kind
         if kind == "saved":
-            dataset = load_output(path)
+            dataset = load_records(path)
         elif kind == "mir":
             dataset = mir_grpo_dataset(path, script_args.images_root, script_args.mir_stage)
         elif kind == "disbench":
@@ -168,8 +168,8 @@ def load_grpo_dataset(script_args, training_args):
 
                 raise RecipeError("DISBench queries need `disbench_root` (the folder with metadata/ and images/)")
             dataset = disbench_grpo_dataset(path, script_args.disbench_root)
-        else:
-            dataset = load_dataset(path.suffix.lstrip(".").replace("jsonl", "json"), data_files=str(path))["train"]
+        else:  # a .parquet or .jsonl file of rows: the loader SFT uses too
+            dataset = load_records(path)
     elif script_args.dataset_name:
         dataset = load_dataset(script_args.dataset_name, name=script_args.dataset_config)
         dataset = dataset[script_args.dataset_train_split]
