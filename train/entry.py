@@ -24,6 +24,21 @@ def peft_config(model_args):
     return get_peft_config(model_args)
 
 
+def model_and_processor(model_args, training_args) -> tuple[str, object]:
+    """The model to train (a hub id, a local folder, or the reserved tiny name, built offline and
+    cached) and its processor; the trainer loads the weights from ``model_init_kwargs``, set here."""
+    from lookcloser.agent.models import load_processor, resolve_model_path
+
+    model_path = resolve_model_path(model_args.model_name_or_path)
+    training_args.model_init_kwargs = {
+        "dtype": model_args.dtype or "float32",
+        "attn_implementation": model_args.attn_implementation,
+        "revision": model_args.model_revision,
+        **(training_args.model_init_kwargs or {}),
+    }
+    return model_path, load_processor(model_path, revision=model_args.model_revision)
+
+
 def run_config(configs) -> dict:
     """What W&B records beside TRL's training arguments: our script's arguments and the recipe's text."""
     import dataclasses

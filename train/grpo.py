@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from trl import ModelConfig, ScriptArguments
 
 from lookcloser.recipes import RecipeError
-from lookcloser.train.entry import peft_config, train_and_save
+from lookcloser.train.entry import model_and_processor, peft_config, train_and_save
 from lookcloser.train.grpo_lib.trainer import LookcloserGRPOConfig
 
 logger = logging.getLogger(__name__)
@@ -140,21 +140,13 @@ def _cold_start(script_args: GRPOScriptArguments, training_args: LookcloserGRPOC
 
 def build_trainer(script_args: GRPOScriptArguments, training_args: LookcloserGRPOConfig, model_args: ModelConfig):
     """Model, processor, data, environment and rewards as the recipe says, in a LookcloserGRPOTrainer."""
-    from lookcloser.agent.models import load_processor, resolve_model_path
     from lookcloser.train.grpo_lib.data import load_grpo_dataset
     from lookcloser.train.grpo_lib.trainer import LookcloserGRPOTrainer
 
     _init_cpu_deepspeed(training_args)
     if script_args.cold_start_steps > 0:
         model_args.model_name_or_path = _cold_start(script_args, training_args, model_args)
-    model_path = resolve_model_path(model_args.model_name_or_path)
-    training_args.model_init_kwargs = {
-        "dtype": model_args.dtype or "float32",
-        "attn_implementation": model_args.attn_implementation,
-        "revision": model_args.model_revision,
-        **(training_args.model_init_kwargs or {}),
-    }
-    processor = load_processor(model_path, revision=model_args.model_revision)
+    model_path, processor = model_and_processor(model_args, training_args)
     dataset = load_grpo_dataset(script_args, training_args)
     logger.info("GRPO on %d prompts (%s), environment %s, rewards %s", len(dataset),
                 script_args.dataset_path or script_args.dataset_name or "synthetic", script_args.environment,

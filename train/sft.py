@@ -19,7 +19,7 @@ from pathlib import Path
 from trl import ModelConfig, ScriptArguments, SFTConfig
 
 from lookcloser.recipes import RecipeError
-from lookcloser.train.entry import peft_config, train_and_save
+from lookcloser.train.entry import model_and_processor, peft_config, train_and_save
 
 logger = logging.getLogger(__name__)
 
@@ -86,19 +86,11 @@ def build_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mod
     """Model, processor and data as the recipe says, in a TRL SFTTrainer (tests inspect it too)."""
     from trl import SFTTrainer
 
-    from lookcloser.agent.models import load_processor, resolve_model_path
     from lookcloser.train.collators import ToolTrajectoryCollator
     from lookcloser.trl_surface import is_vision_dataset
 
     # Model: a hub id, a local folder, or the reserved tiny name (built offline, cached).
-    model_path = resolve_model_path(model_args.model_name_or_path)
-    training_args.model_init_kwargs = {
-        "dtype": model_args.dtype or "float32",
-        "attn_implementation": model_args.attn_implementation,
-        "revision": model_args.model_revision,
-        **(training_args.model_init_kwargs or {}),
-    }
-    processor = load_processor(model_path, revision=model_args.model_revision)
+    model_path, processor = model_and_processor(model_args, training_args)
 
     # Data: staged MIR records (or ready SFT records), images decoded on access.
     dataset = load_sft_dataset(script_args)
