@@ -1,4 +1,4 @@
-"""``PhotoCollectionEnv``: DISBench's tools over one user's photo history (spec §4).
+"""``PhotoCollectionEnv``: DISBench's tools over one user's photo history (docs/formats.md §4).
 
 ``image_search`` (embedding index, optionally within a named subset), ``get_metadata``,
 ``filter_metadata`` (time range, place text, GPS radius, device, within a named subset),

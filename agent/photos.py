@@ -1,4 +1,4 @@
-"""One DISBench user's photo collection: reading its metadata and filtering it (spec §4).
+"""One DISBench user's photo collection: reading its metadata and filtering it (docs/formats.md §4).
 
 On disk: ``{root}/metadata/{user_id}.jsonl`` (``{"photo_id", "metadata": {"taken_time",
 "longitude", "latitude", "accuracy", "address", "capturedevice"}}``, any metadata field may be

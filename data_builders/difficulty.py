@@ -1,4 +1,4 @@
-"""Difficulty filter for MIR (spec §1): pass rates from k sampled answers, buckets, curriculum order.
+"""MIR difficulty filter (docs/formats.md §1): pass rates from k sampled answers, buckets, curriculum order.
 
 Pass rate = share of a question's k sampled answers whose option letter (``rewards.mir``'s
 extraction, the one the rewards use) equals the gold letter. The answers come from a

@@ -1,4 +1,4 @@
-"""ImageNet-Think-250K parquet shards -> SFT records with a ``<think>`` target (spec §2).
+"""ImageNet-Think-250K parquet shards -> SFT records with a ``<think>`` target (docs/formats.md §2).
 
 Each row holds an image and numbered think/answer pairs (one per generator: GLM-4.1V-Thinking
 and Kimi-VL-Thinking). Column names are detected by pattern (``think_1``/``answer_1``,

@@ -1,6 +1,6 @@
 """MIR records -> staged SFT records (TRL conversational format, images interleaved).
 
-The five curriculum stages follow MIR's paper (spec §1): stage 0 is the full chain, stage 1
+The five curriculum stages follow MIR's paper (docs/formats.md §1): stage 0 is the full chain, stage 1
 gives every step as context and asks for the conclusion, stages 2 and 3 give less and less,
 stage 4 is autonomous. ``faithful_upstream=True`` reproduces upstream's preprocessing exactly,
 including its bug of always putting img2img into the context (so stages 2-3 leak the target).

@@ -77,7 +77,7 @@ def iter_jsonl(path: str | Path, text: str | None = None) -> Iterator[dict]:
 
 
 def validate_mir_record(record: object, source: str | Path, index: int) -> dict:
-    """Check one MIR record against the schema (spec §1); return it unchanged or raise RecordError.
+    """Check one MIR record against its schema (docs/formats.md §1): return it unchanged or raise.
 
     >>> validate_mir_record({"id": "x", "question": "<image> and <image>?", "images": ["a.png"],
     ...     "options": ["A. a"], "summary": "s", "caption": "c", "text2img": "t", "img2img": "i",

@@ -35,7 +35,7 @@ DATA_FILES = {"tir_bench": "TIR-Bench.json", "mir": "all_data_rel.json", "disben
 # Folder names tried under a shared --data-root (ours first, then the upstream spelling).
 FOLDER_NAMES = {"tir_bench": ("tir_bench", "TIR-Bench"), "mir": ("mir", "MIR"),
                 "disbench": ("disbench", "DISBench"), "imagemining": ("imagemining", "ImageMining")}
-# MIR's 12 subtasks in their 3 categories (spec §1); keys are normalised subtask names.
+# MIR's 12 subtasks in their 3 categories (docs/formats.md §1); keys are normalised subtask names.
 MIR_CATEGORIES = {
     **dict.fromkeys(("speed_comparison", "motion_detection", "cooking_process", "image_puzzle"), "Sequential"),
     **dict.fromkeys(("location_relationship", "depth_relationship", "3d_view", "forced_perspective"), "Spatial"),
@@ -222,7 +222,7 @@ def _mir_subtask(record: dict) -> str:
 
 
 def mir_category(subtask: str) -> str:
-    """MIR's category of a subtask name (spec §1), "unknown" for names outside its 12.
+    """MIR's category of a subtask name (docs/formats.md §1), "unknown" for names outside its 12.
 
     >>> mir_category("Forced Perspective"), mir_category('"YES, BUT" Satire'), mir_category("colour")
     ('Spatial', 'Analytical', 'unknown')
@@ -326,7 +326,8 @@ def load_disbench(root: Path, *, check_images: bool = True, limit: int | None = 
 # -- ImageMining --
 
 def _find_image(images: Path, name: str, source: Path, rid: object, check: bool) -> str:
-    """The image file; the extension's case in ``image`` varies (spec §5), so fall back to a case-insensitive match."""
+    """The image file; the extension's case in ``image`` varies (docs/formats.md §5): fall back to a
+    case-insensitive match."""
     path = resolve_image_path(images, name, source=source, rid=rid, field="image")
     if not path.exists() and path.parent.is_dir():
         matches = [p for p in path.parent.iterdir() if p.name.lower() == path.name.lower()]

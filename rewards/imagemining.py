@@ -1,4 +1,4 @@
-"""ImageMining scoring (spec §5; no official scorer exists): normalized exact match.
+"""ImageMining scoring (docs/formats.md §5; no official scorer exists): normalized exact match.
 
 Decisions, since upstream publishes none:
 - The response's FINAL answer is judged, not the whole text: the last ``<answer>`` block, else the

@@ -1,4 +1,4 @@
-"""MIR scoring (spec §1): exact match of the extracted option letter with the gold letter.
+"""MIR scoring (docs/formats.md §1): exact match of the extracted option letter with the gold letter.
 
 Extraction is case-insensitive and accepts ``\\boxed{B}``, ``Answer: B``, ``Your option: B``,
 ``the correct answer is B``, ``(B)``, a final bare letter, and ``<conclusion>…</conclusion>`` /

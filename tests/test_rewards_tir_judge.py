@@ -1,4 +1,4 @@
-"""TIR-Bench official judge: every branch and quirk of spec §3, expected values worked out by hand."""
+"""TIR-Bench official judge: every branch and quirk of docs/formats.md §3, expected values by hand."""
 
 from __future__ import annotations
 
