@@ -12,10 +12,10 @@ import functools
 import json
 from collections.abc import Callable
 
-from agent.image_env import CropToolEnv, ImageToolEnv
-from agent.photo_env import PhotoCollectionEnv
-from agent.toolkit import ToolEnv, tool_names
-from agent.web_env import WebImageEnv
+from lookcloser.agent.image_env import CropToolEnv, ImageToolEnv
+from lookcloser.agent.photo_env import PhotoCollectionEnv
+from lookcloser.agent.toolkit import ToolEnv, tool_names
+from lookcloser.agent.web_env import WebImageEnv
 
 ENVIRONMENTS: dict[str, type[ToolEnv]] = {
     "tir_bench": ImageToolEnv,

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from agent.episode import Episode, Turn, as_blocks
+from lookcloser.agent.episode import Episode, Turn, as_blocks
 
 
 class HFPolicy:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from PIL import Image
 
-from agent import images as ops
-from agent.toolkit import ToolEnv, ToolError, tool
+from lookcloser.agent import images as ops
+from lookcloser.agent.toolkit import ToolEnv, ToolError, tool
 
 
 def describe_images(sizes: list[tuple[int, int]]) -> str | None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from PIL import Image, ImageEnhance
 
-from agent.toolkit import ToolError
+from lookcloser.agent.toolkit import ToolError
 
 # Same ceiling as the data builders: far above any benchmark image, far below a decompression bomb.
 DEFAULT_MAX_PIXELS = 100_000_000
@@ -92,7 +92,7 @@ def parse_box(box: list[float], width: int, height: int) -> Box:
     >>> parse_box([50, 0, 10, 10], 400, 300)
     Traceback (most recent call last):
     ...
-    agent.toolkit.ToolError: box [50, 0, 10, 10] is inverted or empty: need x1 < x2 and y1 < y2
+    lookcloser.agent.toolkit.ToolError: box [50, 0, 10, 10] is inverted or empty: need x1 < x2 and y1 < y2
     """
     if len(box) != 4:
         raise ToolError(f"box must have 4 numbers [x1, y1, x2, y2], got {len(box)}")
@@ -267,7 +267,7 @@ def load_example_images(example: dict, max_pixels: int = DEFAULT_MAX_PIXELS) -> 
     ImageMining layout), refusing paths that leave the root; absolute paths are used as given.
     Raises ``RecordError`` for a missing or broken file.
     """
-    from data_builders.records import RecordError, check_image, resolve_image_path
+    from lookcloser.data_builders.records import RecordError, check_image, resolve_image_path
 
     entries = example.get("images")
     if entries is None:

@@ -17,12 +17,12 @@ import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from agent.environments import env_class, tool_schemas
-from agent.episode import Episode, Policy, image_blocks_in
-from agent.images import load_example_images
-from agent.parsing import has_unparsed_tool_call
-from agent.trajectory import Trajectory
-from rewards.format_and_tools import returned_image
+from lookcloser.agent.environments import env_class, tool_schemas
+from lookcloser.agent.episode import Episode, Policy, image_blocks_in
+from lookcloser.agent.images import load_example_images
+from lookcloser.agent.parsing import has_unparsed_tool_call
+from lookcloser.agent.trajectory import Trajectory
+from lookcloser.rewards.format_and_tools import returned_image
 
 logger = logging.getLogger(__name__)
 
@@ -162,7 +162,7 @@ def _after_turn(episode: Episode, turn, policy: Policy, max_turns: int, max_imag
 
 
 def _generate(policy: Policy, episodes: list[Episode], max_new_tokens: int) -> list:
-    from agent.episode import Turn
+    from lookcloser.agent.episode import Turn
 
     try:
         turns = policy.generate(episodes, max_new_tokens)

@@ -10,62 +10,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import numpy as np
 import torch
-from transformers import AutoConfig, AutoProcessor, Qwen3VLConfig, Qwen3VLProcessor
+from transformers import AutoConfig, AutoProcessor
+
+from lookcloser.agent.processor import LookcloserQwen3VLProcessor
 
 TINY_MODEL_NAME = "lookcloser/tiny-qwen3-vl"
 
 
-class LookcloserQwen3VLProcessor(Qwen3VLProcessor):
-    """Qwen3-VL processor without a video processor, returning torch tensors for images.
-
-    Why: the stock processor needs torchvision's video processor (absent on CPU machines), the
-    PIL image backend returns numpy (TRL's GRPO tool loop needs tensors), and GRPO batches that
-    mix prompts with and without images pass ``None`` image entries.
-    """
-
-    def __init__(self, image_processor=None, tokenizer=None, chat_template=None, **kwargs):
-        # ProcessorMixin derives its sub-processors from this signature: no video_processor here.
-        self.image_token = getattr(tokenizer, "image_token", None) or "<|image_pad|>"
-        self.video_token = getattr(tokenizer, "video_token", None) or "<|video_pad|>"
-        self.image_token_id = tokenizer.convert_tokens_to_ids(self.image_token)
-        self.video_token_id = tokenizer.convert_tokens_to_ids(self.video_token)
-        self.vision_start_token = getattr(tokenizer, "vision_start_token", None) or "<|vision_start|>"
-        self.vision_end_token = getattr(tokenizer, "vision_end_token", None) or "<|vision_end|>"
-        self.vision_start_token_id = tokenizer.convert_tokens_to_ids(self.vision_start_token)
-        self.vision_end_token_id = tokenizer.convert_tokens_to_ids(self.vision_end_token)
-        self.video_processor = None
-        super(Qwen3VLProcessor, self).__init__(image_processor, tokenizer, chat_template=chat_template)
-
-    def __call__(self, images=None, text=None, videos=None, **kwargs):
-        if videos is not None:
-            raise ValueError("lookcloser's Qwen3-VL processor handles images only (no video processor on CPU)")
-        images = _drop_empty_images(images)
-        out = super().__call__(images=images, text=text, **kwargs)
-        for key in ("pixel_values", "image_grid_thw"):
-            if key in out and isinstance(out[key], np.ndarray):
-                out[key] = torch.from_numpy(out[key])
-        return out
-
-
-def _drop_empty_images(images):
-    """Map ``None`` per-sample entries to ``[]`` and return ``None`` when there is no image at all."""
-    if images is None:
-        return None
-    if isinstance(images, (list, tuple)):
-        fixed = [[] if entry is None else entry for entry in images]
-        flat = [x for entry in fixed for x in (entry if isinstance(entry, (list, tuple)) else [entry])]
-        return fixed if flat else None
-    return images
-
-
-# Lets AutoProcessor.from_pretrained find the subclass by the name saved in processor_config.json.
-AutoProcessor.register(Qwen3VLConfig, LookcloserQwen3VLProcessor, exist_ok=True)
-
-
 def tiny_model_cache_dir() -> Path:
-    from agent.tiny_qwen3_vl import VERSION
+    from lookcloser.agent.tiny_qwen3_vl import VERSION
 
     root = os.environ.get("LOOKCLOSER_CACHE") or Path.home() / ".cache" / "lookcloser"
     # Versioned: a cache built by an older definition of the tiny model is never picked up.
@@ -140,7 +94,7 @@ def _merged_adapter_path(adapter_dir: Path) -> str:
     Why merge instead of loading base + adapter everywhere: every consumer (TRL trainers given a
     path, eval, vLLM, the processor loader) then sees an ordinary checkpoint.
     """
-    from agent.checkpoint_digest import checkpoint_digest
+    from lookcloser.agent.checkpoint_digest import checkpoint_digest
 
     target = tiny_model_cache_dir().parent / "merged" / checkpoint_digest(adapter_dir)
     if not (target / "config.json").exists():
@@ -172,7 +126,7 @@ def resolve_model_path(name_or_path: str) -> str:
         return name_or_path
     target = tiny_model_cache_dir()
     if not (target / "config.json").exists():
-        from agent.tiny_qwen3_vl import build_tiny_qwen3_vl
+        from lookcloser.agent.tiny_qwen3_vl import build_tiny_qwen3_vl
 
         build_tiny_qwen3_vl(target)
     return str(target)

@@ -32,9 +32,9 @@ from urllib.parse import urlsplit
 
 from PIL import Image, ImageFile
 
-from agent.episode import Episode, Turn
-from agent.images import fit_under_budget
-from agent.parsing import parse_assistant_text
+from lookcloser.agent.episode import Episode, Turn
+from lookcloser.agent.images import fit_under_budget
+from lookcloser.agent.parsing import parse_assistant_text
 
 POOL_SIZE = 256  # behind a proxy: kept-alive connections; more episodes in flight than this open (and close) extra ones
 

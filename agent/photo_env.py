@@ -1,4 +1,4 @@
-"""``PhotoCollectionEnv``: DISBench's tools over one user's photo history (spec §4).
+"""``PhotoCollectionEnv``: DISBench's tools over one user's photo history (docs/formats.md §4).
 
 ``image_search`` (embedding index, optionally within a named subset), ``get_metadata``,
 ``filter_metadata`` (time range, place text, GPS radius, device, within a named subset),
@@ -19,11 +19,11 @@ import re
 from collections.abc import Callable
 from typing import ClassVar
 
-from agent import photos as ph
-from agent.embedders import Embedder, LRUCache, build_or_load_index, default_embedder, thumbnail
-from agent.search import SearchBackend
-from agent.toolkit import ToolEnv, ToolError, error_text, tool, tool_names
-from agent.web_env import WebSearchTools
+from lookcloser.agent import photos as ph
+from lookcloser.agent.embedders import Embedder, LRUCache, build_or_load_index, default_embedder, thumbnail
+from lookcloser.agent.search import SearchBackend
+from lookcloser.agent.toolkit import ToolEnv, ToolError, error_text, tool, tool_names
+from lookcloser.agent.web_env import WebSearchTools
 
 _COLLECTIONS = LRUCache(size=8)  # (collection, index) per user, shared by the env instances of a process
 LAST_FILTER = "last_filter"

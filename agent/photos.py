@@ -1,4 +1,4 @@
-"""One DISBench user's photo collection: reading its metadata and filtering it (spec §4).
+"""One DISBench user's photo collection: reading its metadata and filtering it (docs/formats.md §4).
 
 On disk: ``{root}/metadata/{user_id}.jsonl`` (``{"photo_id", "metadata": {"taken_time",
 "longitude", "latitude", "accuracy", "address", "capturedevice"}}``, any metadata field may be
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from agent.toolkit import ToolError
+from lookcloser.agent.toolkit import ToolError
 
 _TIME_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d", "%Y-%m", "%Y")
 
@@ -51,7 +51,7 @@ class Collection:
     photos: dict[str, Photo] = field(default_factory=dict)
 
     def image_path(self, photo_id: str) -> Path:
-        from data_builders.records import resolve_image_path
+        from lookcloser.data_builders.records import resolve_image_path
 
         return resolve_image_path(self.root, f"images/{self.user_id}/{photo_id}.jpg", source=str(self.root),
                                   rid=photo_id, field="photo_id")
@@ -117,7 +117,7 @@ def _text(value: object) -> str | None:
 
 def parse_photo(record: object, source: Path, lineno: int) -> Photo:
     """Read one metadata line; a bad id raises ``RecordError``, bad optional fields become None."""
-    from data_builders.records import RecordError
+    from lookcloser.data_builders.records import RecordError
 
     if not isinstance(record, dict):
         raise RecordError(source, f"line {lineno}", None, "expected an object")
@@ -141,7 +141,7 @@ def parse_photo(record: object, source: Path, lineno: int) -> Photo:
 
 def load_collection(root: str | Path, user_id: str) -> Collection:
     """Read ``metadata/{user_id}.jsonl`` under the DISBench root."""
-    from data_builders.records import RecordError, iter_jsonl
+    from lookcloser.data_builders.records import RecordError, iter_jsonl
 
     if not isinstance(user_id, str) or not re.fullmatch(r"[\w.@-]+", user_id):
         raise RecordError(str(root), user_id, "user_id", "must be a plain id string")

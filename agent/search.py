@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import ClassVar, Protocol
 from urllib.parse import urljoin, urlsplit
 
-from agent.toolkit import ToolError
+from lookcloser.agent.toolkit import ToolError
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ class CorpusBackend:
 
         logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets its own logger to DEBUG: a stray line
 
-        from data_builders.records import RecordError, iter_jsonl
+        from lookcloser.data_builders.records import RecordError, iter_jsonl
 
         self.path = Path(path)
         self.docs: list[dict] = []
@@ -194,7 +194,7 @@ def check_public_url(url: str, allow_private: bool = False) -> None:
     >>> check_public_url("file:///etc/passwd")
     Traceback (most recent call last):
     ...
-    agent.toolkit.ToolError: only http and https URLs can be fetched, got 'file:///etc/passwd'
+    lookcloser.agent.toolkit.ToolError: only http and https URLs can be fetched, got 'file:///etc/passwd'
     """
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:

@@ -148,7 +148,7 @@ def build_tiny_qwen3_vl(out_dir: str | Path, seed: int = 0) -> Path:
     >>> sorted(p.name for p in d.iterdir())[:3]
     ['chat_template.jinja', 'config.json', 'generation_config.json']
     """
-    from agent.models import LookcloserQwen3VLProcessor
+    from lookcloser.agent.processor import LookcloserQwen3VLProcessor
 
     out_dir = Path(out_dir)
     tokenizer = build_tokenizer()

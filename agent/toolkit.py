@@ -44,7 +44,7 @@ def call_failed(result: object) -> bool:
     >>> call_failed("Error: x"), call_failed([{"type": "text", "text": "Error: y"}]), call_failed("fine")
     (True, True, False)
     """
-    from rewards.format_and_tools import tool_call_failed
+    from lookcloser.rewards.format_and_tools import tool_call_failed
 
     return tool_call_failed(result)
 
@@ -71,7 +71,7 @@ def coerce_argument(name: str, value: Any, hint: Any) -> Any:
     >>> coerce_argument("factor", float("nan"), float)
     Traceback (most recent call last):
     ...
-    agent.toolkit.ToolError: argument 'factor' must be a finite number, got nan
+    lookcloser.agent.toolkit.ToolError: argument 'factor' must be a finite number, got nan
     """
     origin = typing.get_origin(hint)
     if origin in (typing.Union, types.UnionType):

@@ -70,42 +70,12 @@ class Trajectory:
         tmp.replace(path)
         return path
 
-    @classmethod
-    def from_json(cls, path: str | Path) -> Trajectory:
-        """Read a trajectory written by ``to_json`` (images are opened from their files)."""
-        path = Path(path)
-        data = json.loads(path.read_text(encoding="utf-8"))
-        cache: dict[str, Image.Image] = {}
-
-        def load(ref: str) -> Image.Image:
-            if ref not in cache:
-                if Path(ref).name != ref:
-                    raise ValueError(f"{path}: image reference {ref!r} must be a file name beside the JSON")
-                with Image.open(path.parent / ref) as img:
-                    cache[ref] = img.convert("RGB")
-            return cache[ref]
-
-        images = [load(ref) for ref in data.pop("images")]
-        messages = [_message_from_json(m, load) for m in data.pop("messages")]
-        return cls(messages=messages, images=images, **data)
-
 
 def _message_to_json(message: dict, ref) -> dict:
     out = dict(message)
     if isinstance(message.get("content"), list):
         out["content"] = [
             {**block, "image": ref(block["image"])} if isinstance(block.get("image"), Image.Image) else block
-            for block in message["content"]
-        ]
-    return out
-
-
-def _message_from_json(message: dict, load) -> dict:
-    out = dict(message)
-    if isinstance(message.get("content"), list):
-        out["content"] = [
-            {**block, "image": load(block["image"])} if block.get("type") == "image" and isinstance(
-                block.get("image"), str) else block
             for block in message["content"]
         ]
     return out

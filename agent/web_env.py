@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.embedders import LRUCache
-from agent.image_env import ImageToolEnv
-from agent.search import CorpusBackend, SearchBackend, search_backend_from_env
-from agent.toolkit import ToolError, tool
+from lookcloser.agent.embedders import LRUCache
+from lookcloser.agent.image_env import ImageToolEnv
+from lookcloser.agent.search import CorpusBackend, SearchBackend, search_backend_from_env
+from lookcloser.agent.toolkit import ToolError, tool
 
 _CORPORA = LRUCache(size=4)  # BM25 indexes shared by all env instances of a process
 

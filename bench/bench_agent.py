@@ -4,7 +4,7 @@
 2. Trajectories per second of ``agent.loop.run_episodes`` with the tiny Qwen3-VL: all episodes
    batched per turn versus one episode at a time, measured side by side (interleaved rounds,
    median; the machine may be shared, so each round's ratio is reported too). The model runs real
-   forward passes; its replies are scripted (reasoning + a crop call, then reasoning + an answer) with ``agent.scripted.ScriptedLogitsProcessor`` so every trajectory has the same work.
+   forward passes; its replies are scripted (reasoning + a crop call, then reasoning + an answer) with ``testing.scripted.ScriptedLogitsProcessor`` so every trajectory has the same work.
 
     python bench/bench_agent.py [--episodes 16] [--rounds 5] [--threads 1]
 """
@@ -15,18 +15,22 @@ import argparse
 import json
 import platform
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
 from PIL import Image
 from transformers import LogitsProcessorList
 
-from agent.environments import ImageToolEnv
-from agent.hf_policy import HFPolicy
-from agent.loop import run_episodes
-from agent.models import TINY_MODEL_NAME, load_model, load_processor
-from agent.scripted import ScriptedLogitsProcessor
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # testing/ (not installed) from the checkout
+
+from lookcloser.agent.environments import ImageToolEnv
+from lookcloser.agent.hf_policy import HFPolicy
+from lookcloser.agent.loop import run_episodes
+from lookcloser.agent.models import TINY_MODEL_NAME, load_model, load_processor
+from testing.scripted import ScriptedLogitsProcessor
 
 # Replies with a short reasoning part, as tool-using models write (a rollout turn is rarely a bare call).
 TURN_0 = ("<think>The square is small and the question is about its colour; crop the centre of image 0 to "

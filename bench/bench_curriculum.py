@@ -104,7 +104,7 @@ def main() -> None:
     parser.add_argument("--work", default=None, help="scratch folder (default: a temporary one)")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
-    from data_builders.sample_mir import generate_sample
+    from lookcloser.data_builders.sample_mir import generate_sample
 
     work = Path(args.work or tempfile.mkdtemp(prefix="bench_curriculum_"))
     held_out = [generate_sample(work / f"held_out_{s}", args.per_family, s).parent

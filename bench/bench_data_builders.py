@@ -82,8 +82,8 @@ def make_mir(folder: Path, n_records: int) -> Path:
 
 
 def bench_mir(workdir: Path, n_records: int) -> dict:
-    from data_builders.mir import build_mir
-    from data_builders.output import BuildReport, load_output
+    from lookcloser.data_builders.mir import build_mir
+    from lookcloser.data_builders.output import BuildReport, load_output
 
     started = time.perf_counter()
     path = make_mir(workdir / "mir", n_records)
@@ -141,8 +141,8 @@ def peak_kb():
     except OSError:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
-from data_builders.imagenet_think import build_imagenet_think
-from data_builders.output import BuildReport
+from lookcloser.data_builders.imagenet_think import build_imagenet_think
+from lookcloser.data_builders.output import BuildReport
 baseline = peak_kb()
 report = BuildReport()
 started, cpu_started = time.perf_counter(), time.process_time()

@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _serve(gold: dict[str, str], latency: float, conn) -> None:
     """The endpoint, in its own process as a real server would be (it must not share our GIL)."""
-    from eval.fake_endpoint import FakeEndpoint
+    from testing.fake_endpoint import FakeEndpoint
 
     def respond(request, attempt):
         user = next(m for m in request["messages"] if m["role"] == "user")
@@ -77,10 +77,10 @@ class _Server:
 def client(url: str, data: str, concurrency: int, limit: int, out: str) -> None:
     """One timed client run, in its own process (``--client``); the code is whichever ``eval`` and
     ``agent`` the ``PYTHONPATH`` names (ours or ``--baseline``). Prints its JSON result."""
-    from agent.openai_policy import OpenAIPolicy
-    from eval.config import EvalConfig
-    from eval.loaders import load_benchmark
-    from eval.runner import env_factory, run_benchmark
+    from lookcloser.agent.openai_policy import OpenAIPolicy
+    from lookcloser.eval.config import EvalConfig
+    from lookcloser.eval.loaders import load_benchmark
+    from lookcloser.eval.runner import env_factory, run_benchmark
 
     items = load_benchmark("tir_bench", data)[:limit]
 
@@ -187,9 +187,9 @@ def main() -> None:
         parser.error(f"--baseline {args.baseline}: no eval/runner.py there")
     logging.basicConfig(level=logging.WARNING)
 
-    from eval.fixtures import TIR_TASK_COUNTS, write_tir_bench
-    from eval.loaders import load_benchmark
-    from eval.scoring import aggregate, gold_response, score_predictions
+    from lookcloser.eval.fixtures import TIR_TASK_COUNTS, write_tir_bench
+    from lookcloser.eval.loaders import load_benchmark
+    from lookcloser.eval.scoring import aggregate, gold_response, score_predictions
 
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:

@@ -167,8 +167,8 @@ def run_grpo(args, config, tokenizer, processor, device, dtype, workdir: Path) -
     import torch
     from transformers import LogitsProcessorList
 
-    from agent.scripted import ScriptedLogitsProcessor
-    from train import grpo
+    from lookcloser.train import grpo
+    from testing.scripted import ScriptedLogitsProcessor
 
     folder = workdir / "qwen3-vl-2b-random"
     model = build_model(config, device, dtype, args.attn)
@@ -317,8 +317,8 @@ def main() -> None:
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     from transformers import Qwen2VLImageProcessorPil
 
-    from agent.models import LookcloserQwen3VLProcessor
-    from agent.tiny_qwen3_vl import build_config, build_tokenizer
+    from lookcloser.agent.processor import LookcloserQwen3VLProcessor
+    from lookcloser.agent.tiny_qwen3_vl import build_config, build_tokenizer
 
     tokenizer = build_tokenizer()
     config = build_config(tokenizer) if args.tiny else qwen3_vl_2b_config(tokenizer)

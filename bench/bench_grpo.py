@@ -4,7 +4,7 @@
 
 The tiny offline Qwen3-VL runs the real train/grpo.py stack (ImageToolEnv through TRL's tool
 loop, the rewards, the loss and the optimizer step) on synthetic tasks. Its replies are scripted
-inside the real ``generate`` (agent.scripted): a crop call, then an answer after the tool result,
+inside the real ``generate`` (testing/scripted.py): a crop call, then an answer after the tool result,
 so every rollout has the same two turns and the comparison measures batching, not luck. "batched"
 generates the whole generation batch per turn (TRL's loop); "sequential" sets
 ``rollout_chunk_size: 1``. The first step is a warm-up and is not counted; times are medians.
@@ -33,8 +33,8 @@ ANSWER = "<think>The crop shows it.</think><answer>A</answer>"
 def run(chunk: int | None, args, workdir: Path) -> dict:
     from transformers import LogitsProcessorList
 
-    from agent.scripted import ScriptedLogitsProcessor
-    from train import grpo
+    from lookcloser.train import grpo
+    from testing.scripted import ScriptedLogitsProcessor
 
     argv = [str(REPO / "recipes/grpo_synthetic.yaml"), "--output_dir", str(workdir / f"run_{chunk}"),
             "--synthetic_dir", str(workdir / "data"), "--synthetic_count", "16", "--synthetic_canvas_size", "512",

@@ -6,7 +6,7 @@
 - ``rule_scorings_per_s_per_core``: one process, CPU time (``time.process_time``, so other load on
   the machine does not count), over N mixed completions: TIR-Bench (every answer kind, strict
   reward mode) 70%, MIR, DISBench and ImageMining 10% each, realistic responses from
-  ``rewards.synthetic``; best of 3 passes. ``cpu_share_of_wall`` < 1 means the machine was busy.
+  ``testing/synthetic_responses.py``; best of 3 passes. ``cpu_share_of_wall`` < 1 means the machine was busy.
 - ``tir_strict``: the strict TIR-Bench scorer alone (the GRPO reward) on the TIR-Bench part of the
   workload, and a fixed pure-Python calibration loop timed in the same run, interleaved pass by
   pass: ``ratio`` = scorings per calibration loop, which holds when the machine is busy (both slow
@@ -35,9 +35,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rewards import disbench, imagemining, mir, tir_bench
-from rewards.evalscope_baseline import evalscope_extract
-from rewards.synthetic import (
+from bench.evalscope_baseline import evalscope_extract
+from lookcloser.rewards import disbench, imagemining, mir, tir_bench
+from lookcloser.rewards.tir_judge import judge_float, judge_int
+from testing.synthetic_responses import (
     _kind,
     disbench_response,
     imagemining_response,
@@ -45,7 +46,6 @@ from rewards.synthetic import (
     mir_response,
     realistic_response,
 )
-from rewards.tir_judge import judge_float, judge_int
 
 _IMAGEMINING_ANSWERS = [("Red", "红色"), ("(Pale/Light) purple", "（淡/浅）紫色"), ("4700 mAh", "4700毫安时"),
                         ("1944", "1944年"), ("Pure black", "纯黑"), ("30.679 billion yuan", "306.79亿元")]

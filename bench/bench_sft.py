@@ -35,8 +35,8 @@ def _build_plain(script_args, training_args, model_args):
     """TRL as it comes: SFTTrainer with its own collator (what train/sft.py replaces)."""
     from trl import SFTTrainer
 
-    from agent.models import load_processor, resolve_model_path
-    from train.sft import load_sft_dataset
+    from lookcloser.agent.models import load_processor, resolve_model_path
+    from lookcloser.train.sft import load_sft_dataset
 
     model_path = resolve_model_path(model_args.model_name_or_path)
     training_args.model_init_kwargs = {"dtype": model_args.dtype or "float32",
@@ -52,7 +52,7 @@ def one_run(side: str, args) -> dict:
     import torch
 
     torch.set_num_threads(1)
-    from train.sft import build_trainer, parse_args
+    from lookcloser.train.sft import build_trainer, parse_args
 
     out = Path(args.workdir) / side
     argv = [args.recipe, "--output_dir", str(out), "--num_train_epochs", str(args.epochs), "--logging_steps", "1",

@@ -2,6 +2,6 @@
 
 import sys
 
-from data_builders.cli import main
+from lookcloser.data_builders.cli import main
 
 sys.exit(main())

@@ -14,8 +14,8 @@ import json
 import sys
 from pathlib import Path
 
-from data_builders.output import FORMATS, ON_ERROR, BuildReport
-from data_builders.records import DEFAULT_MAX_PIXELS, RecordError
+from lookcloser.data_builders.output import FORMATS, ON_ERROR, BuildReport
+from lookcloser.data_builders.records import DEFAULT_MAX_PIXELS, RecordError
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -87,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _difficulty_config(args):
     import yaml
 
-    from data_builders.difficulty import DifficultyConfig
+    from lookcloser.data_builders.difficulty import DifficultyConfig
 
     settings = {}
     if args.recipe is not None:
@@ -105,14 +105,14 @@ def run(args: argparse.Namespace) -> BuildReport:
     progress = not args.no_progress
     try:
         if args.command == "mir":
-            from data_builders.mir import build_mir
+            from lookcloser.data_builders.mir import build_mir
 
             outs = build_mir(args.path, args.out, report, images_root=args.images_root, stages=args.stages,
                              faithful_upstream=args.faithful_upstream, fmt=args.format,
                              check_images=not args.no_check_images, max_pixels=args.max_pixels, progress=progress)
             where = ", ".join(f"stage {k}: {v}" for k, v in outs.items())
         elif args.command == "imagenet-think":
-            from data_builders.imagenet_think import build_imagenet_think
+            from lookcloser.data_builders.imagenet_think import build_imagenet_think
 
             column_map = json.loads(args.column_map) if args.column_map else None
             build_imagenet_think(args.paths, args.out, report, fmt=args.format, generators=args.generators,
@@ -121,7 +121,10 @@ def run(args: argparse.Namespace) -> BuildReport:
                                  batch_rows=args.batch_rows, progress=progress)
             where = str(args.out)
         elif args.command == "synthetic":
-            from data_builders.synthetic import TASKS, SyntheticConfig, build_synthetic
+            from lookcloser.agent.oracle import (
+                build_synthetic,  # runs the agent's tools: this command is an entry point
+            )
+            from lookcloser.data_builders.synthetic import TASKS, SyntheticConfig
 
             cfg = SyntheticConfig(seed=args.seed, tasks=tuple(args.tasks or TASKS),
                                   jigsaw_sizes=tuple(args.jigsaw_sizes), base_size=args.base_size,
@@ -131,10 +134,17 @@ def run(args: argparse.Namespace) -> BuildReport:
                                    max_pixels=args.max_pixels, progress=progress, environment=args.environment)
             where = ", ".join(f"{k}: {v}" for k, v in outs.items())
         else:
-            from data_builders.difficulty import build_difficulty
+            from lookcloser.data_builders.difficulty import build_difficulty
 
-            outs = build_difficulty(args.path, args.out, report, predictions=args.predictions, model=args.model,
-                                    k=args.samples, max_new_tokens=args.max_new_tokens,
+            sample = None
+            if args.model is not None and args.predictions is None:
+                import functools
+
+                from lookcloser.agent.sampling import sample_predictions  # the model runs in the agent loop
+
+                sample = functools.partial(sample_predictions, model_name_or_path=args.model, k=args.samples,
+                                           max_new_tokens=args.max_new_tokens, progress=progress)
+            outs = build_difficulty(args.path, args.out, report, predictions=args.predictions, sample=sample,
                                     images_root=args.images_root, cfg=_difficulty_config(args),
                                     fmt=args.format, progress=progress)
             where = f"{outs['dataset']} (levels: {outs['levels']})"

@@ -1,9 +1,9 @@
-"""Difficulty filter for MIR (spec §1): pass rates from k sampled answers, buckets, curriculum order.
+"""MIR difficulty filter (docs/formats.md §1): pass rates from k sampled answers, buckets, curriculum order.
 
 Pass rate = share of a question's k sampled answers whose option letter (``rewards.mir``'s
 extraction, the one the rewards use) equals the gold letter. The answers come from a
 predictions JSONL (``{"id": ..., "predictions": ["B", "Your option: C", ...]}``) or from
-sampling a model through ``agent.loop`` (``sample_predictions``).
+sampling a model through ``agent.loop`` (``agent.sampling.sample_predictions``, passed in as ``sample``).
 
 Buckets use the recipe's thresholds (default: pass rate >= 0.7 easy, <= 0.3 hard, else medium).
 The curriculum orders easy -> medium -> hard with a seeded shuffle inside each level (upstream
@@ -15,10 +15,17 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from data_builders.records import RecordError, iter_jsonl, read_json_records, record_id, validate_mir_record
+from lookcloser.data_builders.records import (
+    RecordError,
+    iter_jsonl,
+    read_json_records,
+    record_id,
+    validate_mir_record,
+)
 
 LEVELS = ("easy", "medium", "hard")
 # Upstream's sampling prompt (Qwen2.5-VL-7B, 10 samples, temperature 0.7, top-p 0.8).
@@ -48,7 +55,7 @@ def pass_rate(predictions: list[str], gold: str, options: object = None) -> floa
     >>> pass_rate(["B", "Your option: b", "the correct answer is C", "no idea"], "B")
     0.5
     """
-    from rewards.mir import extract_option
+    from lookcloser.rewards.mir import extract_option
 
     if not predictions:
         return 0.0
@@ -140,7 +147,7 @@ def sampling_prompt(record: dict) -> dict:
     >>> sampling_prompt({"question": "Is <image> red?", "options": ["A. yes", "B. no"]})["content"][-1]["text"]
     'Please select the most likely answer from the following options:\\nOptions:\\nA. yes\\nB. no\\nRespond in the following format:\\nYour option: ...\\nReason: ...'
     """
-    from data_builders.mir import IMAGE_PLACEHOLDER
+    from lookcloser.data_builders.mir import IMAGE_PLACEHOLDER
 
     blocks: list[dict] = []
     for i, piece in enumerate(IMAGE_PLACEHOLDER.split(record["question"])):
@@ -153,43 +160,8 @@ def sampling_prompt(record: dict) -> dict:
     return {"role": "user", "content": blocks}
 
 
-def sample_predictions(records: list[dict], model_name_or_path: str, k: int = 10, *, batch_size: int = 32,
-                       max_new_tokens: int = 512, progress: bool = True, **generation) -> dict[str, list[str]]:
-    """Sample ``k`` answers per record from a model through ``agent.loop`` (one turn, no tools).
-
-    ``records`` hold absolute image paths (``mir.load_mir_records``). Sampling defaults to
-    upstream's settings: temperature 0.7, top-p 0.8, repetition penalty 1.05, 512 new tokens.
-    """
-    # Heavy and optional: only this path needs a model.
-    from tqdm import tqdm
-
-    from agent.hf_policy import HFPolicy
-    from agent.loop import run_episodes
-    from agent.models import load_model, load_processor
-    from agent.toolkit import ToolEnv
-
-    class AnswerOnlyEnv(ToolEnv):
-        """No tools: upstream samples plain answers."""
-
-        def reset(self, **example) -> None:
-            return None
-
-    settings = {"do_sample": True, "temperature": 0.7, "top_p": 0.8, "repetition_penalty": 1.05, **generation}
-    policy = HFPolicy(load_model(model_name_or_path), load_processor(model_name_or_path), generation_kwargs=settings)
-    examples = [{"id": str(r["id"]), "prompt": [sampling_prompt(r)], "images": r["images"]}
-                for r in records for _ in range(k)]
-    out: dict[str, list[str]] = {}
-    for start in tqdm(range(0, len(examples), batch_size), desc="sampling", disable=None if progress else True):
-        chunk = examples[start:start + batch_size]
-        trajectories = run_episodes(policy, AnswerOnlyEnv, chunk, max_turns=1, max_new_tokens_per_turn=max_new_tokens,
-                                    system_prompt="")
-        for example, trajectory in zip(chunk, trajectories):
-            out.setdefault(example["id"], []).append(trajectory.final_response)
-    return out
-
-
 def build_difficulty(mir_path: str | Path, out_dir: str | Path, report, *, predictions: str | Path | None = None,
-                     model: str | None = None, k: int = 10, max_new_tokens: int = 512,
+                     sample: Callable[[list[dict]], dict[str, list[str]]] | None = None,
                      images_root: str | Path | None = None,
                      cfg: DifficultyConfig | None = None, fmt: str = "hf", progress: bool = True) -> dict:
     """Pass rates, levels and order as a data set at ``out_dir``, plus MIR JSON files beside it.
@@ -197,22 +169,23 @@ def build_difficulty(mir_path: str | Path, out_dir: str | Path, report, *, predi
     ``curriculum.json`` (every scored record, easy -> hard), ``stage1_easy.json`` and
     ``stages2-4_hard.json`` (the two-stage mix) keep the input's relative image paths and add
     ``pass_rate`` and ``difficulty``: feed them to ``python -m data_builders mir`` or ``train/sft.py``.
+    ``sample``: without a predictions file, a function from records (absolute image paths) to k
+    answers per record id (``agent.sampling.sample_predictions`` with a model, as the command wires it).
     """
     from tqdm import tqdm
 
-    from data_builders.mir import answer_letter
-    from data_builders.output import DatasetWriter
+    from lookcloser.data_builders.mir import answer_letter
+    from lookcloser.data_builders.output import DatasetWriter
 
     cfg = cfg or DifficultyConfig()
     mir_path = Path(mir_path)
     raw_records = read_json_records(mir_path)
     if predictions is None:
-        if model is None:
+        if sample is None:
             raise ValueError("give a predictions file (--predictions) or a model to sample (--model)")
-        from data_builders.mir import load_mir_records
+        from lookcloser.data_builders.mir import load_mir_records
 
-        preds = sample_predictions(load_mir_records(mir_path, images_root), model, k,
-                                   max_new_tokens=max_new_tokens, progress=progress)
+        preds = sample(load_mir_records(mir_path, images_root))
         pred_path = Path(out_dir).parent / f"{Path(out_dir).name}.predictions.jsonl"
         pred_path.parent.mkdir(parents=True, exist_ok=True)
         pred_path.write_text("".join(json.dumps({"id": i, "predictions": p}) + "\n" for i, p in preds.items()))

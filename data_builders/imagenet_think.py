@@ -1,4 +1,4 @@
-"""ImageNet-Think-250K parquet shards -> SFT records with a ``<think>`` target (spec §2).
+"""ImageNet-Think-250K parquet shards -> SFT records with a ``<think>`` target (docs/formats.md §2).
 
 Each row holds an image and numbered think/answer pairs (one per generator: GLM-4.1V-Thinking
 and Kimi-VL-Thinking). Column names are detected by pattern (``think_1``/``answer_1``,
@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from data_builders.records import DEFAULT_MAX_PIXELS, RecordError
+from lookcloser.data_builders.records import DEFAULT_MAX_PIXELS, RecordError
 
 DEFAULT_PROMPT = ("Please analyze this image step by step. Explain your reasoning process. Describe this image and "
                   "give as much information as possible")
@@ -41,7 +41,7 @@ def detect_pairs(columns: list[str], column_map: dict | None = None) -> dict[str
     >>> detect_pairs(["image", "text"])
     Traceback (most recent call last):
     ...
-    data_builders.records.RecordError: <parquet>: record None: no numbered think/answer column pairs (like think_1 + answer_1) among the columns found: ['image', 'text']; pass a column map
+    lookcloser.data_builders.records.RecordError: <parquet>: record None: no numbered think/answer column pairs (like think_1 + answer_1) among the columns found: ['image', 'text']; pass a column map
     """
     if column_map:
         pairs = {str(k): (v["think"], v["answer"]) for k, v in column_map.items()}
@@ -225,7 +225,7 @@ def build_imagenet_think(paths: list[str | Path], out_dir: str | Path, report, *
     """Convert parquet shards into one SFT data set at ``out_dir``."""
     from tqdm import tqdm
 
-    from data_builders.output import DatasetWriter
+    from lookcloser.data_builders.output import DatasetWriter
 
     files = parquet_files(paths)
     total = sum(open_shard(f).metadata.num_rows for f in files)

@@ -1,6 +1,6 @@
 """MIR records -> staged SFT records (TRL conversational format, images interleaved).
 
-The five curriculum stages follow MIR's paper (spec §1): stage 0 is the full chain, stage 1
+The five curriculum stages follow MIR's paper (docs/formats.md §1): stage 0 is the full chain, stage 1
 gives every step as context and asks for the conclusion, stages 2 and 3 give less and less,
 stage 4 is autonomous. ``faithful_upstream=True`` reproduces upstream's preprocessing exactly,
 including its bug of always putting img2img into the context (so stages 2-3 leak the target).
@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 from pathlib import Path
 
-from data_builders.records import (
+from lookcloser.data_builders.records import (
     IMAGE_PLACEHOLDER,
     ImageResolver,
     RecordError,
@@ -147,7 +147,7 @@ def build_stage(record: dict, stage: int, *, faithful_upstream: bool = False) ->
 
 def answer_letter(record: dict) -> str | None:
     """The gold option letter: a bare-letter conclusion, else the letter the sentence states."""
-    from rewards.mir import gold_letter
+    from lookcloser.rewards.mir import gold_letter
 
     return gold_letter(record["conclusion"])
 
@@ -234,7 +234,7 @@ def build_mir(path: str | Path, out_dir: str | Path, report, *, images_root: str
 
     from tqdm import tqdm
 
-    from data_builders.output import DatasetWriter
+    from lookcloser.data_builders.output import DatasetWriter
 
     stages = list(stages)
     for stage in stages:

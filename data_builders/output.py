@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from data_builders.records import RecordError
+from lookcloser.data_builders.records import RecordError
 
 FORMATS = ("hf", "parquet")
 ON_ERROR = ("fail", "skip")
@@ -279,3 +279,22 @@ def load_output(path: str | Path):
         return load_from_disk(str(path))
     files = sorted(str(f) for f in path.glob("*.parquet"))  # only the shards (other files may sit beside them)
     return load_dataset("parquet", data_files=files, split="train")
+
+
+def load_records(path: str | Path):
+    """The one loader trainers use for local data: a folder written by ``DatasetWriter`` (either
+    ``--format``), or one ``.parquet`` / ``.jsonl`` file of records. Anything else is a
+    ``RecordError`` naming the path (MIR ``.json`` files are each trainer's own conversion)."""
+    from datasets import load_dataset
+
+    path = Path(path)
+    if not path.exists():
+        raise RecordError(path, None, None, "data file not found")
+    if path.is_dir():
+        if not (path / "state.json").is_file() and not any(path.glob("*.parquet")):
+            raise RecordError(path, None, None, "no data set here: expected a folder written by "
+                              "`python -m data_builders` (state.json or *.parquet shards)")
+        return load_output(path)
+    if path.suffix not in (".parquet", ".jsonl"):
+        raise RecordError(path, None, None, "expected an MIR .json, a .parquet/.jsonl file or a saved data set folder")
+    return load_dataset("parquet" if path.suffix == ".parquet" else "json", data_files=str(path), split="train")

@@ -77,14 +77,14 @@ def iter_jsonl(path: str | Path, text: str | None = None) -> Iterator[dict]:
 
 
 def validate_mir_record(record: object, source: str | Path, index: int) -> dict:
-    """Check one MIR record against the schema (spec §1); return it unchanged or raise RecordError.
+    """Check one MIR record against its schema (docs/formats.md §1): return it unchanged or raise.
 
     >>> validate_mir_record({"id": "x", "question": "<image> and <image>?", "images": ["a.png"],
     ...     "options": ["A. a"], "summary": "s", "caption": "c", "text2img": "t", "img2img": "i",
     ...     "conclusion": "A"}, "mir.json", 0)
     Traceback (most recent call last):
     ...
-    data_builders.records.RecordError: mir.json: record 'x', field 'images': the question has 2 <image> placeholders but 'images' lists 1 images
+    lookcloser.data_builders.records.RecordError: mir.json: record 'x', field 'images': the question has 2 <image> placeholders but 'images' lists 1 images
     """
     rid = record_id(record, index)
     if not isinstance(record, dict):
@@ -128,7 +128,7 @@ def resolve_image_path(root: str | Path, relative: str, *, source: str | Path = 
     >>> resolve_image_path("/data", "../etc/passwd", source="x.json", rid=1)
     Traceback (most recent call last):
     ...
-    data_builders.records.RecordError: x.json: record 1, field 'images': image path '../etc/passwd' leaves the data root /data
+    lookcloser.data_builders.records.RecordError: x.json: record 1, field 'images': image path '../etc/passwd' leaves the data root /data
     """
     root_path = Path(root).resolve()
     candidate = (root_path / relative).resolve()
@@ -146,7 +146,7 @@ class ImageResolver:
     >>> ImageResolver("/data")("../etc/passwd", source="x.json", rid=1)
     Traceback (most recent call last):
     ...
-    data_builders.records.RecordError: x.json: record 1, field 'images': image path '../etc/passwd' leaves the data root /data
+    lookcloser.data_builders.records.RecordError: x.json: record 1, field 'images': image path '../etc/passwd' leaves the data root /data
     """
 
     def __init__(self, root: str | Path):

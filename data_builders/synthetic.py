@@ -28,7 +28,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
-from data_builders.records import RecordError, check_image, resolve_image_path
+from lookcloser.data_builders.records import RecordError, check_image, resolve_image_path
 
 TASKS = ("jigsaw", "rotation_game", "spot_difference", "visual_search", "ocr")
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff")
@@ -458,57 +458,3 @@ def generate_items(image_dir: str | Path, out_dir: str | Path, count: int, cfg: 
         if report is not None:
             report.written += 1
         yield item
-
-
-def build_synthetic(image_dir: str | Path, out_dir: str | Path, count: int, cfg: SyntheticConfig | None = None, *,
-                    fmt: str = "hf", report=None, max_pixels: int | None = None, progress: bool = True,
-                    environment: str = "tir_bench") -> dict:
-    """Write the TIR-Bench JSON + images, the GRPO prompt data set and the oracle SFT data set.
-
-    Layout: ``TIR-Bench.json`` (also as ``tir_synthetic.json``) and ``data/{task}/`` (TIR-Bench's own layout: the JSON's image
-    paths resolve from ``out_dir``), ``oracle/`` (tool-result images), ``grpo/`` and ``sft/``.
-    ``look/`` (tasks whose last tool image answers the question alone, e.g. visual_search): that
-    image and the question, for reading before calling.
-    ``environment``: the agent environment whose tools the oracle calls and the SFT ``tools`` column
-    lists (``crop`` for the tool curriculum; it must offer every tool the tasks' oracles use).
-    """
-    import json
-
-    from tqdm import tqdm
-
-    from data_builders.output import DatasetWriter
-    from data_builders.tool_sft import (
-        grpo_features,
-        grpo_prompt,
-        look_record,
-        oracle_trajectory,
-        sft_features,
-        tool_schemas,
-    )
-
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    tools_json = json.dumps(tool_schemas(environment))
-    records, looks = [], []
-    with DatasetWriter(out / "grpo", grpo_features(), fmt=fmt) as grpo, \
-            DatasetWriter(out / "sft", sft_features(), fmt=fmt, batch_rows=200) as sft:
-        items = generate_items(image_dir, out, count, cfg, report=report, max_pixels=max_pixels)
-        for item in tqdm(items, total=count, desc="synthetic", unit="item", disable=None if progress else True):
-            records.append(item.record)
-            grpo.add(grpo_prompt(item))
-            trajectory = {**oracle_trajectory(item, out, environment), "tools": tools_json}
-            sft.add(trajectory)
-            if (look := look_record(item, trajectory)) is not None:
-                looks.append(look)
-    if looks:  # the warm-up on tool images alone (tool curriculum's `look` stage)
-        with DatasetWriter(out / "look", sft_features(), fmt=fmt) as look_writer:
-            for look in looks:
-                look_writer.add(look)
-    text = json.dumps(records, ensure_ascii=False, indent=1) + "\n"
-    # TIR-Bench.json: the folder is a data root that `python -m eval --benchmarks tir_bench` reads.
-    for name in ("tir_synthetic.json", "TIR-Bench.json"):
-        (out / name).write_text(text, encoding="utf-8")
-    if report is not None:
-        report.rows = len(records)
-    return {"tir_json": out / "tir_synthetic.json", "grpo": out / "grpo", "sft": out / "sft",
-            **({"look": out / "look"} if looks else {})}

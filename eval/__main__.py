@@ -24,9 +24,9 @@ model (its weights) and the answer-shaping settings are unchanged; --resume fals
 
 
 def _prepare(argv: list[str]) -> None:
-    from eval.loaders import BENCHMARKS
-    from eval.prepare import SOURCES, parse_sources, prepare
-    from train.recipes import parser_without_abbreviations
+    from lookcloser.eval.loaders import BENCHMARKS
+    from lookcloser.eval.prepare import SOURCES, parse_sources, prepare
+    from lookcloser.recipes import parser_without_abbreviations
 
     parser = parser_without_abbreviations(prog="python -m eval prepare", description="Download the official files.")
     parser.add_argument("--benchmarks", default=",".join(BENCHMARKS))
@@ -42,8 +42,8 @@ def _prepare(argv: list[str]) -> None:
 
 def apply_checkpoint_prompting(cfg, given: set[str]) -> str:
     """Take the prompt settings recorded by ``train/sft.py`` in the checkpoint, unless given; say which."""
-    from agent.checkpoint_prompting import PROMPTING_FILE, read_prompting
-    from eval.config import EvalError
+    from lookcloser.agent.checkpoint_prompting import PROMPTING_FILE, read_prompting
+    from lookcloser.eval.config import EvalError
 
     try:
         recorded = read_prompting(cfg.model) if cfg.model else {}
@@ -65,9 +65,9 @@ def main(argv: list[str] | None = None) -> dict | None:
         return None
     if argv and argv[0] == "run":
         argv = argv[1:]
-    from eval.config import EvalConfig
-    from eval.pipeline import evaluate
-    from train.recipes import given_fields, parse_recipe
+    from lookcloser.eval.config import EvalConfig
+    from lookcloser.eval.pipeline import evaluate
+    from lookcloser.recipes import given_fields, parse_recipe
 
     (cfg,) = parse_recipe((EvalConfig,), argv, prog="python -m eval", description=HELP)
     note = apply_checkpoint_prompting(cfg, given_fields(argv))
@@ -83,8 +83,8 @@ def main(argv: list[str] | None = None) -> dict | None:
 
 def cli() -> None:
     """Bad data, recipe, flag, model path or endpoint: one ``error:`` line and exit 2, no traceback."""
-    from eval.config import EvalError
-    from train.entry import fail, user_error_classes
+    from lookcloser.eval.config import EvalError
+    from lookcloser.train.entry import fail, user_error_classes
 
     try:
         main()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from eval.loaders import BENCHMARKS, EvalError
+from lookcloser.eval.loaders import BENCHMARKS, EvalError
 
-# Turn budgets per benchmark when ``max_turns`` is not set (DISBench's agent gets up to 30, spec §4).
+# Turn budgets per benchmark when ``max_turns`` is not set (DISBench's agent: up to 30, docs/formats.md §4).
 DEFAULT_MAX_TURNS = {"tir_bench": 8, "mir": 4, "disbench": 30, "imagemining": 16}
 
 

@@ -62,7 +62,7 @@ def write_mir(folder: Path) -> Path:
     if (REPO_MIR_SAMPLE / "all_data_rel.json").is_file():
         shutil.copytree(REPO_MIR_SAMPLE, folder, dirs_exist_ok=True)
     else:
-        from data_builders.sample_mir import generate_sample
+        from lookcloser.data_builders.sample_mir import generate_sample
 
         generate_sample(folder)
     return folder
@@ -159,7 +159,7 @@ def _tir_records(rng: random.Random) -> list[tuple[dict, list[Image.Image]]]:
     return out
 
 
-# Items per task in the real TIR-Bench.json (spec §3): 1,215 in all.
+# Items per task in the real TIR-Bench.json (docs/formats.md §3): 1,215 in all.
 TIR_TASK_COUNTS = {"instrument": 80, "color": 100, "refcoco": 120, "rotation_game": 75, "math": 120,
                    "word_search": 100, "visual_search": 120, "ocr": 60, "symbolic": 50, "spot_difference": 100,
                    "contrast": 50, "jigsaw": 120, "maze": 120}

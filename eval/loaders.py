@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
 
-from data_builders.records import (
+from lookcloser.data_builders.records import (
     RecordError,
     check_image,
     iter_jsonl,
@@ -35,7 +35,7 @@ DATA_FILES = {"tir_bench": "TIR-Bench.json", "mir": "all_data_rel.json", "disben
 # Folder names tried under a shared --data-root (ours first, then the upstream spelling).
 FOLDER_NAMES = {"tir_bench": ("tir_bench", "TIR-Bench"), "mir": ("mir", "MIR"),
                 "disbench": ("disbench", "DISBench"), "imagemining": ("imagemining", "ImageMining")}
-# MIR's 12 subtasks in their 3 categories (spec §1); keys are normalised subtask names.
+# MIR's 12 subtasks in their 3 categories (docs/formats.md §1); keys are normalised subtask names.
 MIR_CATEGORIES = {
     **dict.fromkeys(("speed_comparison", "motion_detection", "cooking_process", "image_puzzle"), "Sequential"),
     **dict.fromkeys(("location_relationship", "depth_relationship", "3d_view", "forced_perspective"), "Spatial"),
@@ -109,7 +109,7 @@ def find_benchmark_dir(name: str, data_root: str | Path) -> Path:
     >>> find_benchmark_dir("mir", "/nonexistent")
     Traceback (most recent call last):
     ...
-    data_builders.records.RecordError: /nonexistent: record None, field 'mir': no all_data_rel.json in /nonexistent or its subfolders mir/, MIR/
+    lookcloser.data_builders.records.RecordError: /nonexistent: record None, field 'mir': no all_data_rel.json in /nonexistent or its subfolders mir/, MIR/
     """
     root = Path(data_root)
     subs = [root / sub for sub in FOLDER_NAMES[name]]
@@ -222,7 +222,7 @@ def _mir_subtask(record: dict) -> str:
 
 
 def mir_category(subtask: str) -> str:
-    """MIR's category of a subtask name (spec §1), "unknown" for names outside its 12.
+    """MIR's category of a subtask name (docs/formats.md §1), "unknown" for names outside its 12.
 
     >>> mir_category("Forced Perspective"), mir_category('"YES, BUT" Satire'), mir_category("colour")
     ('Spatial', 'Analytical', 'unknown')
@@ -242,7 +242,7 @@ def _mir_images_root(root: Path, records: list) -> Path:
 
 def load_mir(root: Path, *, check_images: bool = True, limit: int | None = None, mir_prompt_stage: int = 0,
              strict: bool = True, **_) -> list[EvalItem]:
-    from data_builders.mir import answer_letter, build_stage, prepare_mir_record
+    from lookcloser.data_builders.mir import answer_letter, build_stage, prepare_mir_record
 
     if mir_prompt_stage not in (0, 1, 2, 3):
         raise EvalError(f"mir_prompt_stage must be 0 (benchmark prompt) or 1-3 (with reference context), "
@@ -326,7 +326,8 @@ def load_disbench(root: Path, *, check_images: bool = True, limit: int | None = 
 # -- ImageMining --
 
 def _find_image(images: Path, name: str, source: Path, rid: object, check: bool) -> str:
-    """The image file; the extension's case in ``image`` varies (spec §5), so fall back to a case-insensitive match."""
+    """The image file; the extension's case in ``image`` varies (docs/formats.md §5): fall back to a
+    case-insensitive match."""
     path = resolve_image_path(images, name, source=source, rid=rid, field="image")
     if not path.exists() and path.parent.is_dir():
         matches = [p for p in path.parent.iterdir() if p.name.lower() == path.name.lower()]

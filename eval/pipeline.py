@@ -18,9 +18,9 @@ import logging
 import time
 from pathlib import Path
 
-from eval.config import EvalConfig, EvalError
-from eval.loaders import find_benchmark_dir, load_benchmark
-from eval.scoring import aggregate, score_predictions
+from lookcloser.eval.config import EvalConfig, EvalError
+from lookcloser.eval.loaders import find_benchmark_dir, load_benchmark
+from lookcloser.eval.scoring import aggregate, score_predictions
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ logger = logging.getLogger(__name__)
 def _check_out_dir(out: Path, cfg: EvalConfig, served_name: str | None = None) -> None:
     """Refuse to mix predictions of two models (or of one model retrained in place, or of other
     answer-shaping settings) in one folder; start over when ``resume`` is off."""
-    from eval.fingerprint import differences, run_fingerprint
+    from lookcloser.eval.fingerprint import differences, run_fingerprint
 
     info = out / "run.json"
     fingerprint = run_fingerprint(cfg, served_name)
@@ -54,7 +54,7 @@ def _check_out_dir(out: Path, cfg: EvalConfig, served_name: str | None = None) -
 
 def _fail_when_nothing_answered(names: list[str], out: Path, cfg: EvalConfig) -> None:
     """A run where every model call failed measured nothing: say so (exit non-zero), never report 0%."""
-    from eval.runner import PredictionStore
+    from lookcloser.eval.runner import PredictionStore
 
     records = [r for name in names for r in PredictionStore(out / name / "predictions.jsonl").load().values()]
     if records and all(r.get("status") != "ok" for r in records):
@@ -65,7 +65,7 @@ def _fail_when_nothing_answered(names: list[str], out: Path, cfg: EvalConfig) ->
 
 def load_items(cfg: EvalConfig) -> tuple[dict[str, list], str]:
     """The requested benchmarks' items, from ``data_root`` or the bundled fixtures."""
-    from eval.fixtures import ensure_fixtures
+    from lookcloser.eval.fixtures import ensure_fixtures
 
     fixtures = cfg.data_root is None
     root = ensure_fixtures() if fixtures else Path(cfg.data_root)
@@ -109,9 +109,9 @@ def evaluate(cfg: EvalConfig, policy=None, prompting_note: str = "") -> dict:
 
     ``policy``: an already-built policy (tests and benchmarks pass one); default ``build_policy(cfg)``.
     """
-    from eval.report import write_reports
-    from eval.retriever import make_embedder, retriever_rows
-    from eval.runner import build_policy, env_factory, is_endpoint, run_benchmark
+    from lookcloser.eval.report import write_reports
+    from lookcloser.eval.retriever import make_embedder, retriever_rows
+    from lookcloser.eval.runner import build_policy, env_factory, is_endpoint, run_benchmark
 
     if not cfg.model:
         raise EvalError("set --model (a checkpoint folder, hub id, or endpoint URL)")
@@ -120,7 +120,7 @@ def evaluate(cfg: EvalConfig, policy=None, prompting_note: str = "") -> dict:
     if policy is None and is_endpoint(cfg.model):
         policy = build_policy(cfg)  # reaches the endpoint first: a dead URL stops here, in seconds
     elif policy is None:
-        from agent.models import resolve_model_path
+        from lookcloser.agent.models import resolve_model_path
 
         resolve_model_path(cfg.model)  # a missing folder stops here, in one line, before any hub call
     _check_out_dir(out, cfg, getattr(policy, "model", None) if is_endpoint(cfg.model) else None)

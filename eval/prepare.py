@@ -21,7 +21,7 @@ import subprocess
 import zipfile
 from pathlib import Path
 
-from eval.loaders import BENCHMARKS, DATA_FILES, EvalError
+from lookcloser.eval.loaders import BENCHMARKS, DATA_FILES, EvalError
 
 logger = logging.getLogger(__name__)
 

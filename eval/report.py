@@ -11,7 +11,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
-from eval.scoring import METRICS
+from lookcloser.eval.scoring import METRICS
 
 logger = logging.getLogger(__name__)
 # Metrics shown in tables and charts (all are in metrics.json).

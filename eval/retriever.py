@@ -12,25 +12,25 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from eval.loaders import EvalItem
-from eval.runner import PredictionStore
-from eval.scoring import zero_scores
+from lookcloser.eval.loaders import EvalItem
+from lookcloser.eval.runner import PredictionStore
+from lookcloser.eval.scoring import zero_scores
 
 logger = logging.getLogger(__name__)
 KS = (1, 3, 5, 10)
 
 
 def make_embedder(name: str | None):
-    from agent.embedders import TransformersEmbedder, default_embedder
+    from lookcloser.agent.embedders import TransformersEmbedder, default_embedder
 
     return TransformersEmbedder(name) if name else default_embedder()
 
 
 def retriever_rows(items: list[EvalItem], embedder, out_dir: str | Path, cache_dir: str | None = None) -> list[dict]:
     """Rank, score and record (``retriever_predictions.jsonl``) every DISBench query."""
-    from agent.embedders import build_or_load_index
-    from agent.photos import load_collection
-    from rewards.disbench import ranking_metrics
+    from lookcloser.agent.embedders import build_or_load_index
+    from lookcloser.agent.photos import load_collection
+    from lookcloser.rewards.disbench import ranking_metrics
 
     store = PredictionStore(Path(out_dir) / "retriever_predictions.jsonl")
     done = store.load()

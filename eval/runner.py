@@ -21,8 +21,8 @@ import threading
 import time
 from pathlib import Path
 
-from eval.config import EvalConfig
-from eval.loaders import EvalItem
+from lookcloser.eval.config import EvalConfig
+from lookcloser.eval.loaders import EvalItem
 
 logger = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ def served_model(base: str, cfg: EvalConfig) -> str:
     """
     import requests
 
-    from eval.loaders import EvalError
+    from lookcloser.eval.loaders import EvalError
 
     headers = {}
     key = os.environ.get(cfg.api_key_env) if cfg.api_key_env else None
@@ -118,7 +118,7 @@ def served_model(base: str, cfg: EvalConfig) -> str:
 def build_policy(cfg: EvalConfig):
     """``OpenAIPolicy`` for an endpoint URL, else ``HFPolicy`` on a local/hub checkpoint."""
     if is_endpoint(cfg.model):
-        from agent.openai_policy import OpenAIPolicy
+        from lookcloser.agent.openai_policy import OpenAIPolicy
 
         base = endpoint_base(cfg.model)
         # One episode per worker thread of ours; the policy's own pool is not used.
@@ -127,8 +127,8 @@ def build_policy(cfg: EvalConfig):
                             temperature=cfg.temperature)
     import torch
 
-    from agent.hf_policy import HFPolicy
-    from agent.models import load_model, load_processor
+    from lookcloser.agent.hf_policy import HFPolicy
+    from lookcloser.agent.models import load_model, load_processor
 
     device = cfg.device if cfg.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
     dtype = cfg.dtype if cfg.dtype != "auto" else ("bfloat16" if device.startswith("cuda") else "float32")
@@ -139,7 +139,7 @@ def build_policy(cfg: EvalConfig):
 
 def env_factory(benchmark: str, cfg: EvalConfig, embedder=None):
     """The benchmark's environment (its tools), or ``NoToolsEnv`` when tools are off."""
-    from agent.environments import ENVIRONMENTS, PhotoCollectionEnv
+    from lookcloser.agent.environments import ENVIRONMENTS, PhotoCollectionEnv
 
     if not cfg.tools:
         return _no_tools_env()
@@ -147,7 +147,7 @@ def env_factory(benchmark: str, cfg: EvalConfig, embedder=None):
         return functools.partial(PhotoCollectionEnv, embedder=embedder, cache_dir=cfg.photo_index_dir)
     if cfg.environment:
         if cfg.environment not in ENVIRONMENTS:
-            from eval.loaders import EvalError  # a user's setting: one `error:` line
+            from lookcloser.eval.loaders import EvalError  # a user's setting: one `error:` line
 
             raise EvalError(f"unknown environment {cfg.environment!r}; choose from {sorted(ENVIRONMENTS)}")
         return ENVIRONMENTS[cfg.environment]
@@ -156,7 +156,7 @@ def env_factory(benchmark: str, cfg: EvalConfig, embedder=None):
 
 @functools.lru_cache(maxsize=1)
 def _no_tools_env():
-    from agent.toolkit import ToolEnv
+    from lookcloser.agent.toolkit import ToolEnv
 
     class NoToolsEnv(ToolEnv):
         """No tools: the prompt and its images only (for checkpoints trained without tools)."""
@@ -239,7 +239,7 @@ def _duration(seconds: float) -> str:
 def run_benchmark(benchmark: str, items: list[EvalItem], policy, cfg: EvalConfig, out_dir: str | Path,
                   factory) -> dict[str, dict]:
     """Run every item not yet done in ``out_dir/predictions.jsonl``; return all records by id."""
-    from agent.loop import run_episodes
+    from lookcloser.agent.loop import run_episodes
 
     out_dir = Path(out_dir)
     store = PredictionStore(out_dir / "predictions.jsonl")

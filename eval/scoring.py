@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 
-from eval.loaders import EvalItem
+from lookcloser.eval.loaders import EvalItem
 
 # Metrics per benchmark; the first is the headline number.
 METRICS = {
@@ -40,20 +40,20 @@ def score_response(item: EvalItem, response: str, *, llm_judge: bool = False) ->
     {'accuracy': 1.0}
     """
     if item.benchmark == "tir_bench":
-        from rewards import tir_bench
+        from lookcloser.rewards import tir_bench
 
         return {"accuracy": float(tir_bench.score(item.gold["record"], response, mode="official"))}
     if item.benchmark == "mir":
-        from rewards import mir
+        from lookcloser.rewards import mir
 
         return {"accuracy": float(mir.score(response, item.gold["conclusion"], item.gold.get("options")))}
     if item.benchmark == "disbench":
-        from rewards import disbench
+        from lookcloser.rewards import disbench
 
         metrics = disbench.set_metrics(disbench.parse_photo_ids(response), item.gold["answer"])
         return {name: float(metrics[name]) for name in METRICS["disbench"]}
     if item.benchmark == "imagemining":
-        from rewards import imagemining
+        from lookcloser.rewards import imagemining
 
         gold = item.gold
         return {"accuracy": float(imagemining.score(response, gold["answer"], gold.get("answer_zh"),
@@ -75,7 +75,7 @@ def gold_response(item: EvalItem) -> str:
     if item.benchmark == "tir_bench":
         return f"<answer>{gold['record']['answer']}</answer>"
     if item.benchmark == "mir":
-        from rewards.mir import gold_letter
+        from lookcloser.rewards.mir import gold_letter
 
         return f"<answer>{gold_letter(gold['conclusion'])}</answer>"
     if item.benchmark == "disbench":

@@ -8,6 +8,6 @@ transformers or trl. ``REGISTRY`` maps names to TRL-style reward functions
 ['accuracy', 'disbench', 'format', 'imagemining']
 """
 
-from rewards.trl_rewards import REGISTRY, get_reward_funcs
+from lookcloser.rewards.trl_rewards import REGISTRY, get_reward_funcs
 
 __all__ = ["REGISTRY", "get_reward_funcs"]

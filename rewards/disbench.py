@@ -1,4 +1,4 @@
-"""DISBench scoring (spec §4): set metrics for agent answers, ranking metrics for retrievers.
+"""DISBench scoring (docs/formats.md §4): set metrics for agent answers, ranking metrics for retrievers.
 
 Ids are compared as strings and predictions are de-duplicated (first occurrence kept).
 Convention where the spec is silent: an empty gold set with an empty prediction is a perfect
@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 
-from rewards._text import after_think, last_tag_block
+from lookcloser.rewards._text import after_think, last_tag_block
 
 _JSON_LIST = re.compile(r"\[[^\[\]]*\]")
 _ID_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@\-]*")
@@ -55,7 +55,7 @@ def set_metrics(predicted: Iterable, gold: Iterable) -> dict[str, float]:
 
 
 def ranking_metrics(ranked: Sequence, gold: Iterable, ks: Sequence[int] = (1, 3, 5, 10)) -> dict[str, float]:
-    """Recall@k, MAP@k (AP@k) and NDCG@k with binary relevance, per spec §4.
+    """Recall@k, MAP@k (AP@k) and NDCG@k with binary relevance, per docs/formats.md §4.
 
     AP@k = (1/min(|G|, k)) Σ_{i≤k} precision@i · rel_i; NDCG@k uses gain 1, discount
     1/log2(i+1) and the ideal ranking of min(|G|, k) hits. A repeated id counts once.

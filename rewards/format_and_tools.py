@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rewards._text import last_boxed, message_text
+from lookcloser.rewards._text import last_boxed, message_text
 
 _FORMAT_MAX_CHARS = 200_000
 

@@ -1,4 +1,4 @@
-"""ImageMining scoring (spec §5; no official scorer exists): normalized exact match.
+"""ImageMining scoring (docs/formats.md §5; no official scorer exists): normalized exact match.
 
 Decisions, since upstream publishes none:
 - The response's FINAL answer is judged, not the whole text: the last ``<answer>`` block, else the
@@ -21,7 +21,7 @@ import functools
 import re
 import unicodedata
 
-from rewards._text import after_think, last_boxed, last_tag_block, strip_markup
+from lookcloser.rewards._text import after_think, last_boxed, last_tag_block, strip_markup
 
 _NON_WORD = re.compile(r"[\W_]+")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
@@ -201,7 +201,7 @@ def score(response: str, answer: str, answer_zh: str | None = None, *, question:
     value = rule_score(response, answer, answer_zh)  # a bug raises: rewards.trl_rewards is the boundary
     if value > 0 or not llm_judge or not isinstance(response, str) or not isinstance(answer, str):
         return value
-    from rewards.llm_judge import judge_answer
+    from lookcloser.rewards.llm_judge import judge_answer
 
     verdict = judge_answer(response, answer, question, base_url=base_url, model=model, timeout=timeout)
     return 1.0 if verdict else value

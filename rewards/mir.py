@@ -1,4 +1,4 @@
-"""MIR scoring (spec §1): exact match of the extracted option letter with the gold letter.
+"""MIR scoring (docs/formats.md §1): exact match of the extracted option letter with the gold letter.
 
 Extraction is case-insensitive and accepts ``\\boxed{B}``, ``Answer: B``, ``Your option: B``,
 ``the correct answer is B``, ``(B)``, a final bare letter, and ``<conclusion>…</conclusion>`` /
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from rewards._text import after_think, last_boxed, last_tag_block, strip_markup
+from lookcloser.rewards._text import after_think, last_boxed, last_tag_block, strip_markup
 
 _LETTER = r"\(?([A-Za-z])\)?"
 _NOT_A_WORD = r"(?![A-Za-z0-9'’])"

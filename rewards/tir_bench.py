@@ -1,4 +1,4 @@
-"""TIR-Bench scoring (spec §3): the official judge, a rule-based extractor, and two score modes.
+"""TIR-Bench scoring (docs/formats.md §3): the official judge, a rule-based extractor, and two score modes.
 
 - ``judge(item, extracted, response)``: the official per-item rule on an extracted answer.
 - ``extract_answer(item, response)``: rule-based extraction (no LLM), see ``rewards.tir_extract``.
@@ -12,8 +12,8 @@ from __future__ import annotations
 import functools
 import re
 
-from rewards._text import DIGITS, after_think, all_boxed, all_tag_blocks, last_boxed, may_match
-from rewards.tir_extract import (
+from lookcloser.rewards._text import DIGITS, after_think, all_boxed, all_tag_blocks, last_boxed, may_match
+from lookcloser.rewards.tir_extract import (
     NUMBER,
     PAIR,
     ROW_COL,
@@ -29,7 +29,7 @@ from rewards.tir_extract import (
     listed_letters,
     option_letters,
 )
-from rewards.tir_judge import (
+from lookcloser.rewards.tir_judge import (
     CHOICE_LETTERS,
     FIRST_PAIR,
     answer_type,
@@ -67,7 +67,7 @@ def _answer(item: dict) -> str | None:
 
 
 def judge(item: dict, extracted: str | None, response: str = "") -> float:
-    """Official TIR-Bench rule for one item on an extracted answer (spec §3, quirks included).
+    """Official TIR-Bench rule for one item on an extracted answer (docs/formats.md §3, quirks included).
 
     ``ocr`` judges the raw ``response`` (``extracted`` when no response is given). A missing
     answer scores 0. Unknown tasks are judged by answer type, like the "every other task" branch.

@@ -1,6 +1,6 @@
 """Rule-based extraction of a TIR-Bench answer from a full model response (no LLM).
 
-Order (spec §3): the final ``<answer>…</answer>``, else the final ``\\boxed{…}``, else the LAST
+Order (docs/formats.md §3): the final ``<answer>…</answer>``, else the final ``\\boxed{…}``, else the LAST
 answer cue (``Answer:``, ``the answer is``, ``答案是``, ``B is correct``… see ``rewards.cues``),
 else the last sentences (after ``</think>``; inside it only when nothing is found after it).
 The span found is then read by answer kind: a letter (or the letter of an option whose text it
@@ -17,7 +17,7 @@ import re
 import unicodedata
 from collections.abc import Iterator
 
-from rewards._text import (
+from lookcloser.rewards._text import (
     DIGITS,
     after_think,
     drop_row_labels,
@@ -29,8 +29,8 @@ from rewards._text import (
     sentences_backwards,
     strip_markup,
 )
-from rewards.cues import LETTER_CUE, last_answer_cue
-from rewards.tir_judge import CHOICE_LETTERS, answer_type, item_task, jigsaw_difficulty
+from lookcloser.rewards.cues import LETTER_CUE, last_answer_cue
+from lookcloser.rewards.tir_judge import CHOICE_LETTERS, answer_type, item_task, jigsaw_difficulty
 
 STRONG_SOURCES = ("tag", "box", "cue")
 _TAIL_WINDOW = 1500  # tail sentences are looked for here: final answers sit at the end

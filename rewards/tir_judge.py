@@ -1,4 +1,4 @@
-"""TIR-Bench's official per-item judges (spec §3), reproduced rule for rule, quirks included.
+"""TIR-Bench's official per-item judges (docs/formats.md §3), reproduced rule for rule, quirks included.
 
 These functions take an *already extracted* answer. ``rewards.tir_bench.judge`` dispatches to
 them by task and answer type; ``rewards.tir_bench.score`` adds extraction and the strict mode.

@@ -20,9 +20,9 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from rewards import disbench, imagemining, mir, tir_bench
-from rewards._text import completion_text, parse_json_field
-from rewards.format_and_tools import format_score, overlong_penalty, tool_use_bonus
+from lookcloser.rewards import disbench, imagemining, mir, tir_bench
+from lookcloser.rewards._text import completion_text, parse_json_field
+from lookcloser.rewards.format_and_tools import format_score, overlong_penalty, tool_use_bonus
 
 logger = logging.getLogger(__name__)
 RewardFunc = Callable[..., list]

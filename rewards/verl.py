@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rewards._text import parse_json_field
-from rewards.trl_rewards import normalize_source, score_row
+from lookcloser.rewards._text import parse_json_field
+from lookcloser.rewards.trl_rewards import normalize_source, score_row
 
 SOURCES = ("tir_bench", "mir", "disbench", "imagemining")
 

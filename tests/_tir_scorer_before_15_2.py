@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from rewards._text import (
+from lookcloser.rewards._text import (
     _BRACKET_LIST,
     _INDEX_RUN,
     _INDEX_WORDS,
@@ -23,8 +23,8 @@ from rewards._text import (
     sentences_backwards,
     strip_markup,
 )
-from rewards.cues import _KEYWORDS, _cue_at
-from rewards.tir_bench import (
+from lookcloser.rewards.cues import _KEYWORDS, _cue_at
+from lookcloser.rewards.tir_bench import (
     STRICT_MAX_ANSWER_CHARS,
     STRICT_MAX_NUMBERS,
     STRICT_MAX_RESPONSE_CHARS,
@@ -34,7 +34,7 @@ from rewards.tir_bench import (
     _grid_indices,
     _strict_number,
 )
-from rewards.tir_extract import (
+from lookcloser.rewards.tir_extract import (
     _BOLD,
     _FRACTION,
     _LATEX_MATH,
@@ -60,7 +60,7 @@ from rewards.tir_extract import (
     listed_letters,
     option_letters,
 )
-from rewards.tir_judge import (
+from lookcloser.rewards.tir_judge import (
     CHOICE_LETTERS,
     FIRST_PAIR,
     answer_type,

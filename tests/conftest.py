@@ -21,7 +21,7 @@ os.environ.setdefault("LOOKCLOSER_REWARD_ERRORS", "raise")
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> Path:
-    from agent.tiny_qwen3_vl import build_tiny_qwen3_vl
+    from lookcloser.agent.tiny_qwen3_vl import build_tiny_qwen3_vl
 
     return build_tiny_qwen3_vl(tmp_path_factory.mktemp("tiny") / "tiny-qwen3-vl")
 
@@ -68,7 +68,7 @@ def assert_trained_full_weights(out_dir: Path, initial_dir: Path) -> None:
     """The checkpoint in ``out_dir`` holds trained weights (not the initial ones), every tensor whole."""
     import torch
 
-    from agent.models import load_model
+    from lookcloser.agent.models import load_model
 
     trained = dict(load_model(str(out_dir)).named_parameters())
     original = load_model(str(initial_dir))

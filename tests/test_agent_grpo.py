@@ -12,9 +12,9 @@ import pytest
 from PIL import Image
 from transformers import LogitsProcessorList
 
-from agent.environments import ImageToolEnv
-from agent.models import TINY_MODEL_NAME, load_model, load_processor
-from agent.scripted import ScriptedLogitsProcessor
+from lookcloser.agent.environments import ImageToolEnv
+from lookcloser.agent.models import TINY_MODEL_NAME, load_model, load_processor
+from testing.scripted import ScriptedLogitsProcessor
 
 CROP = '<tool_call>\n{"name": "crop", "arguments": {"image_index": 0, "box": [0, 0, 0.5, 0.5]}}\n</tool_call>'
 

@@ -9,8 +9,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from agent.environments import ENVIRONMENTS, ImageToolEnv, PhotoCollectionEnv, WebImageEnv, tool_schemas
-from agent.toolkit import is_error
+from lookcloser.agent.environments import (
+    ENVIRONMENTS,
+    ImageToolEnv,
+    PhotoCollectionEnv,
+    WebImageEnv,
+    tool_schemas,
+)
+from lookcloser.agent.toolkit import is_error
 
 
 def gradient(width: int, height: int) -> Image.Image:
@@ -155,7 +161,7 @@ def test_reset_reads_paths_inside_the_data_root(tmp_path):
     env.reset(images=["data/a.png", "data/alpha.png"], data_root=str(tmp_path))
     assert env._images[0].size == (120, 90)
     assert env._images[1].source.getpixel((0, 0)) == (255, 255, 255)  # transparent -> white
-    from data_builders.records import RecordError
+    from lookcloser.data_builders.records import RecordError
 
     with pytest.raises(RecordError, match="leaves the data root"):
         env.reset(images=["../../etc/passwd"], data_root=str(tmp_path / "data"))

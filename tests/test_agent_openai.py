@@ -17,9 +17,9 @@ from typing import ClassVar
 import pytest
 from PIL import Image
 
-from agent.environments import ImageToolEnv
-from agent.loop import run_episodes
-from agent.openai_policy import OpenAIPolicy
+from lookcloser.agent.environments import ImageToolEnv
+from lookcloser.agent.loop import run_episodes
+from lookcloser.agent.openai_policy import OpenAIPolicy
 
 
 class FakeVLLM(BaseHTTPRequestHandler):

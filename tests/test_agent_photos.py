@@ -1,4 +1,4 @@
-"""DISBench tools over a generated collection in the official layout (agent.fixtures.make_disbench)."""
+"""DISBench tools over a generated collection in the official layout (testing.agent_fixtures.make_disbench)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import re
 import numpy as np
 import pytest
 
-from agent import embedders
-from agent.environments import PhotoCollectionEnv
-from agent.fixtures import make_disbench
-from agent.photos import load_collection
-from agent.toolkit import is_error
+from lookcloser.agent import embedders
+from lookcloser.agent.environments import PhotoCollectionEnv
+from lookcloser.agent.photos import load_collection
+from lookcloser.agent.toolkit import is_error
+from testing.agent_fixtures import make_disbench
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,7 @@ def ids_in(text: str) -> list[str]:
 
 
 def start(env, disbench, user="u1") -> str:
-    from agent.photo_env import _COLLECTIONS
+    from lookcloser.agent.photo_env import _COLLECTIONS
 
     _COLLECTIONS._items.clear()  # each test builds (or loads) its own index
     return env.reset(user_id=user, data_root=str(disbench["root"]), query="...")
@@ -149,7 +149,7 @@ def test_index_is_cached_on_disk_and_reused(disbench, tmp_path):
 
 
 def test_env_instances_share_one_index_per_user(disbench, tmp_path):
-    from agent.photo_env import _COLLECTIONS
+    from lookcloser.agent.photo_env import _COLLECTIONS
 
     _COLLECTIONS._items.clear()
     first, second = (PhotoCollectionEnv(embedder=embedders.ColorHashEmbedder(), cache_dir=str(tmp_path))
@@ -165,7 +165,7 @@ def test_env_instances_share_one_index_per_user(disbench, tmp_path):
 
 
 def test_reset_refuses_bad_rows(disbench, tmp_path):
-    from data_builders.records import RecordError
+    from lookcloser.data_builders.records import RecordError
 
     env = PhotoCollectionEnv(embedder=embedders.ColorHashEmbedder(), cache_dir=str(tmp_path))
     with pytest.raises(ValueError, match="user_id"):
@@ -180,7 +180,7 @@ def test_transformers_embedder_plumbing(disbench, tmp_path):
     """A tiny random CLIP built offline: checks loading and shapes only (its rankings mean nothing)."""
     from transformers import CLIPConfig, CLIPImageProcessorPil, CLIPModel
 
-    from agent.tiny_qwen3_vl import build_tokenizer
+    from lookcloser.agent.tiny_qwen3_vl import build_tokenizer
 
     tokenizer = build_tokenizer()
     config = CLIPConfig(
@@ -197,7 +197,7 @@ def test_transformers_embedder_plumbing(disbench, tmp_path):
         tmp_path / "clip")
     embedder = embedders.TransformersEmbedder(str(tmp_path / "clip"))
     env = PhotoCollectionEnv(embedder=embedder, cache_dir=str(tmp_path / "index"))
-    from agent.photo_env import _COLLECTIONS
+    from lookcloser.agent.photo_env import _COLLECTIONS
 
     _COLLECTIONS._items.clear()
     env.reset(user_id="u2", data_root=str(disbench["root"]))
@@ -211,8 +211,8 @@ def test_upstream_tool_names_run_the_same_tools(env, disbench, tmp_path):
     """Issue 12.7: DISBench's agent calls ImageSearch, GetMetadata, FilterMetadata, ViewPhotos, WebSearch."""
     import inspect
 
-    from agent.environments import tool_schemas
-    from agent.photo_env import ImageSeekerEnv
+    from lookcloser.agent.environments import tool_schemas
+    from lookcloser.agent.photo_env import ImageSeekerEnv
 
     upstream = {"ImageSearch", "GetMetadata", "FilterMetadata", "ViewPhotos", "WebSearch"}
     ours = {"image_search", "get_metadata", "filter_metadata", "view_photos", "web_search"}

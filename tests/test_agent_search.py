@@ -13,10 +13,10 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from PIL import Image
 
-from agent.environments import WebImageEnv
-from agent.fixtures import make_search_corpus
-from agent.search import CorpusBackend, SearxngBackend, search_backend_from_env
-from agent.toolkit import is_error
+from lookcloser.agent.environments import WebImageEnv
+from lookcloser.agent.search import CorpusBackend, SearxngBackend, search_backend_from_env
+from lookcloser.agent.toolkit import is_error
+from testing.agent_fixtures import make_search_corpus
 
 
 class FakeSearx(BaseHTTPRequestHandler):

@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from data_builders.mir import load_mir_records
-from data_builders.records import RecordError
+from lookcloser.data_builders.mir import load_mir_records
+from lookcloser.data_builders.records import RecordError
+from lookcloser.recipes import RecipeError, parse_recipe
 from tests.conftest import REPO, SAMPLE_MIR
-from train.recipes import RecipeError, parse_recipe
 
 
 @pytest.fixture()
@@ -74,7 +74,7 @@ def test_image_path_may_not_leave_the_data_root(mir_copy):
 def test_unknown_recipe_key(tmp_path):
     from trl import ModelConfig, SFTConfig
 
-    from train.sft import SFTScriptArguments
+    from lookcloser.train.sft import SFTScriptArguments
 
     recipe = tmp_path / "bad.yaml"
     recipe.write_text((REPO / "recipes" / "mir_stage1.yaml").read_text() + "learning_rat: 0.1\n")

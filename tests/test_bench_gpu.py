@@ -55,7 +55,7 @@ def _hand_counted_weights(cfg) -> dict[str, int]:
 def test_flop_count_matches_a_hand_count_of_the_real_2b_config():
     from transformers import Qwen3VLForConditionalGeneration
 
-    from agent.tiny_qwen3_vl import build_tokenizer
+    from lookcloser.agent.tiny_qwen3_vl import build_tokenizer
 
     cfg = gpu_model.qwen3_vl_2b_config(build_tokenizer())
     with torch.device("meta"):  # the 2B shapes without allocating them

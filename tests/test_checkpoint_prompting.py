@@ -7,12 +7,17 @@ import json
 import pytest
 from PIL import Image
 
-from agent.checkpoint_prompting import PROMPTING_FILE, prompting_of, read_prompting, write_prompting
-from eval.__main__ import apply_checkpoint_prompting
-from eval.config import EvalConfig, EvalError
-from eval.loaders import EvalItem
-from eval.pipeline import gray_out_images
-from train.recipes import given_fields
+from lookcloser.agent.checkpoint_prompting import (
+    PROMPTING_FILE,
+    prompting_of,
+    read_prompting,
+    write_prompting,
+)
+from lookcloser.eval.__main__ import apply_checkpoint_prompting
+from lookcloser.eval.config import EvalConfig, EvalError
+from lookcloser.eval.loaders import EvalItem
+from lookcloser.eval.pipeline import gray_out_images
+from lookcloser.recipes import given_fields
 
 
 def _checkpoint(tmp_path, stage=1):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from train.curriculum import MARKER, main, plan
+from lookcloser.train.curriculum import MARKER, main, plan
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data" / "mir_sample"

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from data_builders.cli import main
-from data_builders.output import load_output
+from lookcloser.data_builders.cli import main
+from lookcloser.data_builders.output import load_output
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data" / "mir_sample"

@@ -7,9 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from data_builders.cli import main
-from data_builders.difficulty import DifficultyConfig, curriculum_order, level, pass_rate, two_stage_split
-from data_builders.output import load_output
+from lookcloser.data_builders.cli import main
+from lookcloser.data_builders.difficulty import (
+    DifficultyConfig,
+    curriculum_order,
+    level,
+    pass_rate,
+    two_stage_split,
+)
+from lookcloser.data_builders.output import load_output
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "mir_sample" / "all_data_rel.json"
 RIGHT = ("{g}", "Your option: {g}\nReason: it matches.", "the correct answer is {g}", "\\boxed{{{g}}}")
@@ -111,7 +117,7 @@ def test_sampling_a_model_through_the_agent_loop(records, tmp_path, capsys):
 
 def test_sampling_prompt_matches_upstream_vlm_infer():
     """Issue 12.8: upstream ends with an ``Options:`` line and one option per line; dict values via json.dumps."""
-    from data_builders.difficulty import sampling_prompt
+    from lookcloser.data_builders.difficulty import sampling_prompt
 
     record = {"question": "Which is faster, <image> or <image>?", "options": ["A. the car", "B. the bike"]}
     content = sampling_prompt(record)["content"]
@@ -127,3 +133,18 @@ def test_sampling_prompt_matches_upstream_vlm_infer():
 def test_pass_rate_reads_only_the_records_letters():
     assert pass_rate(["The answer is E. So B."], "B") == 0.0
     assert pass_rate(["The answer is E. So B."], "B", ["A. x", "B. y"]) == 1.0
+
+
+def test_model_sampling_path_writes_predictions_and_levels(tmp_path, tiny_model_dir):
+    """``--model``: the command wires the agent's sampler (agent.sampling) into the builder."""
+    records = json.loads(SAMPLE.read_text())[:3]
+    mir = tmp_path / "mir.json"
+    mir.write_text(json.dumps(records))
+    out = tmp_path / "levels"
+    code = main(["difficulty", str(mir), "--model", str(tiny_model_dir), "--samples", "2", "--max-new-tokens", "4",
+                 "--images-root", str(SAMPLE.parent), "--out", str(out), "--no-progress"])
+    assert code == 0
+    preds = [json.loads(line) for line in (tmp_path / "levels.predictions.jsonl").read_text().splitlines()]
+    assert sorted(p["id"] for p in preds) == sorted(str(r["id"]) for r in records)
+    assert all(len(p["predictions"]) == 2 and all(isinstance(x, str) for x in p["predictions"]) for p in preds)
+    assert len(load_output(out)) == 3

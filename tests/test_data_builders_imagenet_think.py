@@ -11,9 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from data_builders.cli import main
-from data_builders.imagenet_think import DEFAULT_PROMPT
-from data_builders.output import load_output
+from lookcloser.data_builders.cli import main
+from lookcloser.data_builders.imagenet_think import DEFAULT_PROMPT
+from lookcloser.data_builders.output import load_output
 
 
 def _png(colour=(200, 30, 30)) -> bytes:

@@ -1,6 +1,6 @@
 """MIR -> SFT stages: every stage's user text and target pinned on the real sample records, both modes.
 
-The expected strings are written out (spec §1 table + upstream preprocess.py): the paper's stages by
+The expected strings are written out (docs/formats.md §1 + upstream preprocess.py): the paper's stages by
 default, and ``faithful_upstream`` with the img2img leak in stages 2-3 and upstream's always-present
 reasoning slot in their targets. Stages 0, 1 and 4 are the same in both modes.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from data_builders.mir import build_stage
+from lookcloser.data_builders.mir import build_stage
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 MIR_SAMPLE = SHARED_DATA / "mir" / "sample.json"

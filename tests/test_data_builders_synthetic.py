@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageChops, ImageDraw
 
-from data_builders.output import BuildReport, load_output
-from data_builders.synthetic import TASKS, SyntheticConfig, build_synthetic
-from rewards.tir_bench import score
+from lookcloser.agent.oracle import build_synthetic
+from lookcloser.data_builders.output import BuildReport, load_output
+from lookcloser.data_builders.synthetic import TASKS, SyntheticConfig
+from lookcloser.rewards.tir_bench import score
 
 CFG = SyntheticConfig(seed=7, base_size=256, canvas_size=640)
 COUNT = 2 * len(TASKS)
@@ -161,7 +162,7 @@ def test_same_seed_same_items(built, tmp_path):
 
 
 def test_fail_mode_stops_at_a_broken_source_image(built, tmp_path):
-    from data_builders.records import RecordError
+    from lookcloser.data_builders.records import RecordError
 
     with pytest.raises(RecordError, match=r"record 'sub/broken.jpg', field 'image'"):
         build_synthetic(built["base"] / "src", tmp_path / "fail", COUNT, CFG, report=BuildReport(), progress=False)
@@ -171,8 +172,8 @@ def test_sft_trainer_tokenizes_and_trains_on_tool_trajectories(built, tmp_path):
     """The real check: TRL's SFTTrainer + the tiny Qwen3-VL on records with images inside tool messages."""
     from trl import SFTConfig, SFTTrainer
 
-    from agent.models import load_processor, resolve_model_path
-    from data_builders.tool_sft import ToolTrajectoryCollator
+    from lookcloser.agent.models import load_processor, resolve_model_path
+    from lookcloser.train.collators import ToolTrajectoryCollator
 
     sft = load_output(built["outs"]["sft"])
     rows = sft.select([i for i, task in enumerate(sft["task"]) if task in ("spot_difference", "rotation_game")][:2])
@@ -197,9 +198,9 @@ def test_collator_equals_trls_on_records_without_tools():
     import torch
     from trl.trainer.sft_trainer import DataCollatorForVisionLanguageModeling
 
-    from agent.models import load_processor
-    from data_builders.mir import mir_sft_dataset
-    from data_builders.tool_sft import ToolTrajectoryCollator
+    from lookcloser.agent.models import load_processor
+    from lookcloser.data_builders.mir import mir_sft_dataset
+    from lookcloser.train.collators import ToolTrajectoryCollator
 
     sample = Path(__file__).resolve().parents[1] / "data" / "mir_sample" / "all_data_rel.json"
     rows = [mir_sft_dataset(sample, stage=2)[i] for i in (0, 20)]
@@ -222,14 +223,14 @@ def test_visual_search_needs_the_named_cell_and_its_crop_shows_the_target_large_
     does. The oracle's crop of that cell shows the target ~9x larger (>= 10% of the crop, what the tiny
     model reads; docs/grpo.md measures both views) and alone. The look warm-up asks the same question
     of that crop."""
-    from agent.environments import ENVIRONMENTS
-    from agent.images import fit_under_budget
-    from agent.models import load_processor
-    from data_builders.synthetic import COLOURS, SEARCH_COLOURS, search_sizes
+    from lookcloser.agent.environments import ENVIRONMENTS
+    from lookcloser.agent.images import fit_under_budget
+    from lookcloser.agent.models import load_processor
+    from lookcloser.data_builders.synthetic import COLOURS, SEARCH_COLOURS, search_sizes
 
     budget = load_processor(str(tiny_model_dir)).image_processor.size["longest_edge"]
     cfg = SyntheticConfig(seed=3, tasks=("visual_search",), model_pixels=budget)
-    from train.grpo_data import BUNDLED_IMAGES
+    from lookcloser.train.grpo_lib.data import BUNDLED_IMAGES
 
     build_synthetic(BUNDLED_IMAGES, tmp_path / "out", 6, cfg, progress=False, environment="crop")
     records = json.loads((tmp_path / "out/TIR-Bench.json").read_text())
@@ -259,7 +260,7 @@ def test_look_records_ask_the_question_of_the_oracles_crop_alone(tmp_path):
     crop), its answer turn the trajectory's."""
     from datasets import load_from_disk
 
-    from train.grpo_data import BUNDLED_IMAGES
+    from lookcloser.train.grpo_lib.data import BUNDLED_IMAGES
 
     cfg = SyntheticConfig(seed=5, tasks=("visual_search",))
     outs = build_synthetic(BUNDLED_IMAGES, tmp_path / "out", 4, cfg, progress=False, environment="crop")

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from agent.episode import Episode
-from agent.images import open_image
-from agent.openai_policy import OpenAIPolicy, image_data_url, image_url
-from eval.fake_endpoint import FakeEndpoint
-from eval.runner import PredictionStore
+from lookcloser.agent.episode import Episode
+from lookcloser.agent.images import open_image
+from lookcloser.agent.openai_policy import OpenAIPolicy, image_data_url, image_url
+from lookcloser.eval.runner import PredictionStore
+from testing.fake_endpoint import FakeEndpoint
 
 BUDGET = 2048 * 2048
 
@@ -100,10 +100,10 @@ def test_prediction_store_appends_through_one_handle_and_heals_a_torn_line(tmp_p
 
 
 def test_a_prediction_that_cannot_be_written_stops_the_run(tmp_path):
-    from eval.config import EvalConfig
-    from eval.fixtures import write_tir_bench
-    from eval.loaders import load_benchmark
-    from eval.runner import env_factory, run_benchmark
+    from lookcloser.eval.config import EvalConfig
+    from lookcloser.eval.fixtures import write_tir_bench
+    from lookcloser.eval.loaders import load_benchmark
+    from lookcloser.eval.runner import env_factory, run_benchmark
 
     items = load_benchmark("tir_bench", write_tir_bench(tmp_path / "tir"))
     (tmp_path / "out" / "predictions.jsonl").mkdir(parents=True)  # a folder where the file should be

@@ -15,15 +15,15 @@ import time
 import pytest
 from PIL import Image
 
-from agent.images import load_example_images
-from agent.openai_policy import image_url
-from eval.config import EvalConfig
-from eval.fake_endpoint import FakeEndpoint
-from eval.fixtures import write_fixtures
-from eval.loaders import EvalError
-from eval.pipeline import evaluate, load_items
-from eval.runner import PredictionStore
-from eval.scoring import gold_response
+from lookcloser.agent.images import load_example_images
+from lookcloser.agent.openai_policy import image_url
+from lookcloser.eval.config import EvalConfig
+from lookcloser.eval.fixtures import write_fixtures
+from lookcloser.eval.loaders import EvalError
+from lookcloser.eval.pipeline import evaluate, load_items
+from lookcloser.eval.runner import PredictionStore
+from lookcloser.eval.scoring import gold_response
+from testing.fake_endpoint import FakeEndpoint
 
 MAX_IMAGE_PIXELS = 2048 * 2048  # OpenAIPolicy's default upload budget
 
@@ -187,7 +187,7 @@ def test_resume_continues_after_an_interrupted_run(fixtures, tmp_path):
 
 
 def test_cli_with_the_yaml_recipe(fixtures, tmp_path, capsys):
-    from eval.__main__ import main
+    from lookcloser.eval.__main__ import main
 
     items = load_items(_config(fixtures, tmp_path, benchmarks="mir", limit=4))[0]["mir"]
     oracle = Oracle(items)

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from data_builders.records import RecordError
-from eval.config import EvalConfig
-from eval.fake_endpoint import FakeEndpoint
-from eval.fixtures import write_fixtures
-from eval.loaders import load_benchmark
-from eval.pipeline import evaluate
-from eval.scoring import gold_response
+from lookcloser.data_builders.records import RecordError
+from lookcloser.eval.config import EvalConfig
+from lookcloser.eval.fixtures import write_fixtures
+from lookcloser.eval.loaders import load_benchmark
+from lookcloser.eval.pipeline import evaluate
+from lookcloser.eval.scoring import gold_response
+from testing.fake_endpoint import FakeEndpoint
 from tests.test_eval_endpoint import Oracle
 
 
@@ -114,7 +114,7 @@ def test_tir_loader_reads_jigsaw_difficulty_like_the_scorer(fixtures, tmp_path, 
     _edit_json(folder / "TIR-Bench.json", edit)
     jigsaws = [it for it in load_benchmark("tir_bench", folder) if it.tags["task"] == ["jigsaw"]]
     assert len(jigsaws) == 2
-    from eval.scoring import score_response
+    from lookcloser.eval.scoring import score_response
     string_n = isinstance(meta["meta_data"]["difficulty"], str) and "metadata" not in meta
     for item in jigsaws:  # official mode: "3" scores 0 as upstream; 3.0 and metadata's 3 work
         assert score_response(item, gold_response(item)) == {"accuracy": 0.0 if string_n else 1.0}
@@ -147,8 +147,8 @@ def _fake_hub(monkeypatch, layouts):
 
 @pytest.mark.parametrize("zip_prefix", ["", "images/", "MIRBench_images/"])
 def test_prepare_mir_from_the_hub_dataset_layout(fixtures, tmp_path, monkeypatch, zip_prefix):
-    from eval.loaders import find_benchmark_dir
-    from eval.prepare import SOURCES, prepare
+    from lookcloser.eval.loaders import find_benchmark_dir
+    from lookcloser.eval.prepare import SOURCES, prepare
 
     assert SOURCES["mir"] == "hf:ShellyCoder/MIRBench"  # the code-only git repo holds no data
     sample = fixtures / "mir"
@@ -175,8 +175,8 @@ def test_prepare_imagemining_from_the_hub_dataset_layout(fixtures, tmp_path, mon
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from eval.loaders import find_benchmark_dir
-    from eval.prepare import SOURCES, prepare
+    from lookcloser.eval.loaders import find_benchmark_dir
+    from lookcloser.eval.prepare import SOURCES, prepare
 
     assert SOURCES["imagemining"] == "hf:zai-org/ImageMining"  # the git repo has no images
     sample = fixtures / "imagemining"

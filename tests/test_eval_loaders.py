@@ -11,10 +11,10 @@ import shutil
 import pytest
 from PIL import Image
 
-from data_builders.records import RecordError
-from eval.fixtures import write_fixtures
-from eval.loaders import BENCHMARKS, find_benchmark_dir, load_benchmark
-from eval.scoring import METRICS, aggregate, gold_response, score_predictions, score_response
+from lookcloser.data_builders.records import RecordError
+from lookcloser.eval.fixtures import write_fixtures
+from lookcloser.eval.loaders import BENCHMARKS, find_benchmark_dir, load_benchmark
+from lookcloser.eval.scoring import METRICS, aggregate, gold_response, score_predictions, score_response
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,9 @@ import json
 
 import pytest
 
-from eval.__main__ import main as eval_main
-from train.sft import main as sft_main
-from train.sft import parse_args as sft_args
+from lookcloser.eval.__main__ import main as eval_main
+from lookcloser.train.sft import main as sft_main
+from lookcloser.train.sft import parse_args as sft_args
 
 BENCHMARKS = {"tir_bench", "mir", "disbench", "imagemining", "disbench_retriever"}
 
@@ -69,7 +69,7 @@ def test_learning_check_mir_accuracy_rises_from_chance_to_90_percent(tiny_model_
     it: the stage-1 context states the answer, so the main job learns to read, not to look
     (tests/test_learning_pixels.py holds the curriculum's pixel check).
     """
-    from data_builders.sample_mir import generate_sample
+    from lookcloser.data_builders.sample_mir import generate_sample
 
     held_out = generate_sample(tmp_path / "held_out", per_family=16, seed=7).parent
     recipe = ["recipes/eval_mir_stage1.yaml", "--data-root", str(held_out)]

@@ -8,10 +8,10 @@ import zipfile
 import pytest
 from PIL import Image
 
-from eval.loaders import EvalError
-from eval.prepare import parse_sources, safe_extract
-from eval.report import markdown, write_reports
-from eval.scoring import aggregate
+from lookcloser.eval.loaders import EvalError
+from lookcloser.eval.prepare import parse_sources, safe_extract
+from lookcloser.eval.report import markdown, write_reports
+from lookcloser.eval.scoring import aggregate
 
 
 def _metrics() -> dict:

@@ -22,7 +22,7 @@ import json
 import pytest
 import torch
 
-from train import grpo, sft
+from lookcloser.train import grpo, sft
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +36,7 @@ def tool_run(tmp_path_factory, tiny_model_dir):
     """Data, cold start, GRPO (learning rate > 0 and 0) and the held-out evaluations, once per session."""
     import os
 
-    from train.grpo_tasks import ToolTaskArguments, build
+    from lookcloser.train.grpo_tasks import ToolTaskArguments, build
 
     os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
     threads = torch.get_num_threads()
@@ -76,7 +76,7 @@ def tool_run(tmp_path_factory, tiny_model_dir):
 
 
 def _evaluate(model: str, data_root, out, extra: list[str]) -> dict:
-    from eval.__main__ import main
+    from lookcloser.eval.__main__ import main
 
     metrics = main(["--model", model, "--benchmarks", "tir_bench", "--data_root", str(data_root), "--out", str(out),
                     "--environment", "crop", "--max_new_tokens_per_turn", "96", "--batch_size", "16", *extra])

@@ -16,7 +16,7 @@ import json
 import pytest
 from transformers import LogitsProcessorList
 
-from train import grpo
+from lookcloser.train import grpo
 
 FAST = ["--bf16", "false", "--activation_checkpointing", "false", "--use_cpu", "true", "--save_strategy", "no",
         "--logging_steps", "1", "--report_to", "none", "--dataloader_num_workers", "0"]
@@ -45,15 +45,16 @@ def _script(box, letter: str):
 
 
 def test_grpo_rollout_and_eval_episode_are_the_same(tiny_model_dir, tmp_path):
-    from agent.environments import ENVIRONMENTS
-    from agent.hf_policy import HFPolicy
-    from agent.loop import run_episodes
-    from agent.models import load_model, load_processor
-    from agent.scripted import ScriptedLogitsProcessor
-    from data_builders.output import load_output
-    from data_builders.synthetic import SyntheticConfig, build_synthetic
-    from rewards import get_reward_funcs
-    from train.grpo_data import BUNDLED_IMAGES
+    from lookcloser.agent.environments import ENVIRONMENTS
+    from lookcloser.agent.hf_policy import HFPolicy
+    from lookcloser.agent.loop import run_episodes
+    from lookcloser.agent.models import load_model, load_processor
+    from lookcloser.agent.oracle import build_synthetic
+    from lookcloser.data_builders.output import load_output
+    from lookcloser.data_builders.synthetic import SyntheticConfig
+    from lookcloser.rewards import get_reward_funcs
+    from lookcloser.train.grpo_lib.data import BUNDLED_IMAGES
+    from testing.scripted import ScriptedLogitsProcessor
 
     build_synthetic(BUNDLED_IMAGES, tmp_path / "data", 1, SyntheticConfig(seed=5, tasks=("visual_search",)),
                     progress=False, environment="crop")

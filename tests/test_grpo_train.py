@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from lookcloser.train import grpo
 from tests.conftest import REPO
-from train import grpo
 
 FAST = ["--bf16", "false", "--gradient_checkpointing", "false", "--use_cpu", "true", "--save_strategy", "no",
         "--logging_steps", "1", "--report_to", "none", "--dataloader_num_workers", "0"]
@@ -36,7 +36,7 @@ def test_recipes_parse(recipe):
 
 
 def test_unknown_recipe_key_is_one_clear_error(tmp_path):
-    from train.recipes import RecipeError
+    from lookcloser.recipes import RecipeError
 
     recipe = tmp_path / "bad.yaml"
     recipe.write_text((REPO / "recipes/grpo_synthetic.yaml").read_text() + "max_turns: 3\n")
@@ -55,8 +55,8 @@ def test_reward_weights_must_match_reward_funcs():
 
 
 def test_mir_questions_become_scored_prompts(sample_mir):
-    from rewards import REGISTRY
-    from train.grpo_data import mir_grpo_dataset
+    from lookcloser.rewards import REGISTRY
+    from lookcloser.train.grpo_lib.data import mir_grpo_dataset
 
     rows = mir_grpo_dataset(sample_mir, stage=4)
     assert len(rows) == 64 and rows[0]["data_source"] == "mir" and rows[0]["task"] == "colour"
@@ -70,10 +70,10 @@ def test_mir_questions_become_scored_prompts(sample_mir):
 
 
 def test_disbench_queries_open_their_collection(tmp_path):
-    from agent.environments import PhotoCollectionEnv
-    from agent.fixtures import make_disbench
-    from rewards import REGISTRY
-    from train.grpo_data import disbench_grpo_dataset
+    from lookcloser.agent.environments import PhotoCollectionEnv
+    from lookcloser.rewards import REGISTRY
+    from lookcloser.train.grpo_lib.data import disbench_grpo_dataset
+    from testing.agent_fixtures import make_disbench
 
     fixture = make_disbench(tmp_path / "DISBench")
     rows = disbench_grpo_dataset(fixture["root"] / "queries.jsonl", fixture["root"])
@@ -86,7 +86,7 @@ def test_disbench_queries_open_their_collection(tmp_path):
 
 
 def test_disbench_recipe_runs_on_a_generated_collection(tiny_model_dir, tmp_path):
-    from agent.fixtures import make_disbench
+    from testing.agent_fixtures import make_disbench
 
     fixture = make_disbench(tmp_path / "DISBench")
     script, config, model_args = _args(
@@ -103,7 +103,7 @@ def test_disbench_recipe_runs_on_a_generated_collection(tiny_model_dir, tmp_path
 
 
 def test_synthetic_default_is_generated_once(tmp_path):
-    from train.grpo_data import synthetic_dataset
+    from lookcloser.train.grpo_lib.data import synthetic_dataset
 
     first = synthetic_dataset(tmp_path, count=5, seed=3, canvas_size=384)
     marker = next(tmp_path.glob("*/settings.json"))
@@ -120,9 +120,9 @@ def test_bad_tool_calls_become_error_observations_in_trl_loop(tiny_model_dir, tm
     from datasets import Dataset
     from transformers import LogitsProcessorList
 
-    from agent.models import load_processor
-    from agent.scripted import ScriptedLogitsProcessor
-    from train.grpo_trainer import LookcloserGRPOTrainer
+    from lookcloser.agent.models import load_processor
+    from lookcloser.train.grpo_lib.trainer import LookcloserGRPOTrainer
+    from testing.scripted import ScriptedLogitsProcessor
 
     replies = ['<think>look</think><tool_call>{"name": "crop", "arguments": {</tool_call>',  # malformed JSON
                '<tool_call>\n{"name": "segment", "arguments": {"image_index": 0}}\n</tool_call>',  # unknown tool
@@ -194,10 +194,10 @@ def _first_round_constant(reward):
 
 @pytest.mark.parametrize("base_reward, rounds, seed", [(_odd_a_count, 3, 1), (_rare_e, 1, 0)])
 def test_group_filtering_refills_the_batch(base_reward, rounds, seed, tiny_model_dir, tmp_path, sample_mir):
-    from agent.models import load_processor
-    from train.grpo_data import mir_grpo_dataset
-    from train.grpo_filtering import loss_tokens
-    from train.grpo_trainer import LookcloserGRPOTrainer
+    from lookcloser.agent.models import load_processor
+    from lookcloser.train.grpo_lib.data import mir_grpo_dataset
+    from lookcloser.train.grpo_lib.filtering import loss_tokens
+    from lookcloser.train.grpo_lib.trainer import LookcloserGRPOTrainer
 
     _, config, _ = _args("--output_dir", str(tmp_path), "--num_generations", "4", "--per_device_train_batch_size",
                          "16", "--max_completion_length", "12", "--filter_groups", "true", "--resample_rounds", str(rounds),

@@ -8,15 +8,21 @@ import pytest
 import torch
 from PIL import Image
 
-from train.grpo_filtering import concat_batches, constant_groups, loss_tokens, mask_rows, select_rows
-from train.grpo_logging import contact_sheet, conversation_text, table_rows
-from train.grpo_tools import (
+from lookcloser.train.grpo_lib.filtering import (
+    concat_batches,
+    constant_groups,
+    loss_tokens,
+    mask_rows,
+    select_rows,
+)
+from lookcloser.train.grpo_lib.tables import contact_sheet, conversation_text, table_rows
+from lookcloser.train.grpo_lib.tools import (
     INVALID_TOOL,
     RolloutTools,
     SafeToolDict,
     normalize_tool_calls,
 )
-from train.grpo_truncation import PromptTruncator, as_placeholders
+from lookcloser.train.grpo_lib.truncation import PromptTruncator, as_placeholders
 
 PAD = 99
 
@@ -100,7 +106,7 @@ def test_mask_rows_is_a_loss_mask_only():
 # -- tool-call safety and the image budget --
 
 def _tool_dict(max_images=None, images=1):
-    from agent.image_env import ImageToolEnv
+    from lookcloser.agent.image_env import ImageToolEnv
 
     env = ImageToolEnv()
     env.reset(images=[Image.new("RGB", (200, 100), (200, 30, 30))])
@@ -167,7 +173,7 @@ def test_a_tool_that_raises_becomes_an_error_observation():
 
 
 def test_rewards_read_the_reasoning_trls_parser_moved_out():
-    from rewards import REGISTRY
+    from lookcloser.rewards import REGISTRY
 
     parsed = [{"role": "assistant", "reasoning_content": "zoom in", "content": "<answer>B</answer>"}]
     assert REGISTRY["format"]([parsed]) == [1.0]  # what TRL's Qwen3 parser hands to rewards
@@ -179,7 +185,7 @@ def test_rewards_read_the_reasoning_trls_parser_moved_out():
 
 @pytest.fixture(scope="module")
 def processor(tiny_model_dir):
-    from agent.models import load_processor
+    from lookcloser.agent.models import load_processor
 
     return load_processor(str(tiny_model_dir))
 
@@ -199,7 +205,7 @@ def _real_length(processor, messages, tools) -> int:
 
 
 def test_truncator_measures_exactly_what_trl_tokenizes(processor):
-    from agent.environments import ImageToolEnv, tool_schemas
+    from lookcloser.agent.environments import ImageToolEnv, tool_schemas
 
     for tools in (None, tool_schemas(ImageToolEnv)):
         messages = _prompt("Some context. " * 20)

@@ -61,13 +61,13 @@ def curricula(tiny_model_dir, tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="session")
 def held_out(tmp_path_factory) -> Path:
-    from data_builders.sample_mir import generate_sample
+    from lookcloser.data_builders.sample_mir import generate_sample
 
     return generate_sample(tmp_path_factory.mktemp("held_out"), per_family=16, seed=HELD_OUT_SEED).parent
 
 
 def _accuracy(model: Path, data: Path, out: Path, gray: bool = False) -> tuple[float, dict]:
-    from eval.__main__ import main as eval_main
+    from lookcloser.eval.__main__ import main as eval_main
 
     metrics = eval_main(["--model", str(model), "--benchmarks", "mir", "--data_root", str(data),
                          "--mir_prompt_stage", "0", "--tools", "false", "--system_prompt", "", "--max_turns", "1",
@@ -78,7 +78,7 @@ def _accuracy(model: Path, data: Path, out: Path, gray: bool = False) -> tuple[f
 
 
 def test_curriculum_checkpoint_is_a_normal_folder_that_records_its_prompting(curricula):
-    from agent.checkpoint_prompting import read_prompting
+    from lookcloser.agent.checkpoint_prompting import read_prompting
 
     folder = curricula["trained"]
     assert (folder / "config.json").is_file() and (folder / "model.safetensors").is_file()

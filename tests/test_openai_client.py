@@ -7,10 +7,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 from PIL import Image
 
-from agent import openai_policy
-from agent.episode import Episode
-from agent.openai_policy import OpenAIPolicy
-from eval.fake_endpoint import FakeEndpoint
+from lookcloser.agent import openai_policy
+from lookcloser.agent.episode import Episode
+from lookcloser.agent.openai_policy import OpenAIPolicy
+from testing.fake_endpoint import FakeEndpoint
 
 
 def _episode(image: Image.Image, text: str) -> Episode:

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from train.recipes import RecipeError
+from lookcloser.recipes import RecipeError
 
 REPO = Path(__file__).resolve().parents[1]
 RECIPE = str(REPO / "recipes" / "mir_stage1.yaml")
 
 
 def _sft_args(*extra: str):
-    from train.sft import parse_args
+    from lookcloser.train.sft import parse_args
 
     return parse_args([RECIPE, *extra])
 
@@ -60,8 +60,8 @@ def _one_error_line(capsys, call) -> str:
 
 
 def test_the_train_script_entry_prints_one_line_and_exits_2(capsys):
-    from train.entry import run
-    from train.sft import main, parse_args
+    from lookcloser.train.entry import run
+    from lookcloser.train.sft import main, parse_args
 
     line = _one_error_line(capsys, lambda: run(main, lambda: parse_args([RECIPE, "--learnin_rate", "1e-3"])))
     assert "--learnin_rate" in line and "--learning_rate" in line
@@ -70,8 +70,8 @@ def test_the_train_script_entry_prints_one_line_and_exits_2(capsys):
 def test_missing_model_folder_is_one_line_without_a_hub_call(capsys, tmp_path, monkeypatch):
     import huggingface_hub
 
-    from train.entry import run
-    from train.sft import main, parse_args
+    from lookcloser.train.entry import run
+    from lookcloser.train.sft import main, parse_args
 
     # The hub cannot exist here: any call to it fails the test (a stand-in for the real network).
     def no_hub(*args, **kwargs):
@@ -89,7 +89,7 @@ def test_missing_model_folder_is_one_line_without_a_hub_call(capsys, tmp_path, m
 def test_eval_cli_errors_are_one_line(capsys, monkeypatch):
     import sys
 
-    from eval.__main__ import cli
+    from lookcloser.eval.__main__ import cli
 
     monkeypatch.setattr(sys, "argv", ["python -m eval", "--modle", "x"])
     assert "unknown flag --modle; did you mean --model?" in _one_error_line(capsys, cli)
@@ -102,7 +102,7 @@ def test_eval_cli_errors_are_one_line(capsys, monkeypatch):
 def test_eval_unknown_environment_is_one_line(capsys, monkeypatch, tiny_model_dir, tmp_path):
     import sys
 
-    from eval.__main__ import cli
+    from lookcloser.eval.__main__ import cli
 
     monkeypatch.setattr(sys, "argv", ["python -m eval", "--model", str(tiny_model_dir), "--benchmarks", "tir_bench",
                                       "--environment", "nope", "--out", str(tmp_path / "out")])
@@ -115,7 +115,7 @@ def test_eval_unknown_environment_is_one_line(capsys, monkeypatch, tiny_model_di
 
 
 def test_data_builders_flag_typo_is_one_line(capsys, tmp_path):
-    from data_builders.cli import main
+    from lookcloser.data_builders.cli import main
 
     assert main(["synthetic", "data/mir_sample", "--count", "2", "--out", str(tmp_path / "o"), "--sed", "3"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -126,7 +126,7 @@ def test_truncated_parquet_shard_is_one_line_exit_2(capsys, tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from data_builders.cli import main
+    from lookcloser.data_builders.cli import main
 
     shard = tmp_path / "train-00000.parquet"
     pq.write_table(pa.Table.from_pylist([{"image": {"bytes": b"x" * 64, "path": f"{i}.jpg"}, "think_1": "t",
@@ -139,8 +139,8 @@ def test_truncated_parquet_shard_is_one_line_exit_2(capsys, tmp_path):
 
 
 def test_short_help_starts_with_the_recipe_form_and_lists_our_arguments_first(capsys):
-    from train.grpo import parse_args as grpo_args
-    from train.sft import parse_args as sft_args
+    from lookcloser.train.grpo import parse_args as grpo_args
+    from lookcloser.train.sft import parse_args as sft_args
 
     for parse, ours in ((sft_args, "--dataset_path"), (grpo_args, "--reward_funcs")):
         with pytest.raises(SystemExit) as exit_info:
@@ -154,7 +154,7 @@ def test_short_help_starts_with_the_recipe_form_and_lists_our_arguments_first(ca
 
 
 def test_eval_help_is_short_starts_with_the_recipe_form_and_mentions_prepare(capsys):
-    from eval.__main__ import main
+    from lookcloser.eval.__main__ import main
 
     with pytest.raises(SystemExit):
         main(["--help"])
@@ -168,9 +168,9 @@ def test_eval_help_is_short_starts_with_the_recipe_form_and_mentions_prepare(cap
 def test_our_recipes_parse_without_deprecation_warnings(recipe, tmp_path):
     import yaml
 
-    from eval.config import EvalConfig
-    from train.curriculum import plan
-    from train.recipes import load_recipe_mapping, parse_recipe
+    from lookcloser.eval.config import EvalConfig
+    from lookcloser.recipes import load_recipe_mapping, parse_recipe
+    from lookcloser.train.curriculum import _module_name, plan
 
     path = REPO / "recipes" / recipe
     with warnings.catch_warnings():
@@ -178,21 +178,22 @@ def test_our_recipes_parse_without_deprecation_warnings(recipe, tmp_path):
         warnings.simplefilter("error", DeprecationWarning)
         if "stages" in load_recipe_mapping(path):
             for stage in plan(path):
-                module = __import__(stage.script.removesuffix(".py").replace("/", "."), fromlist=["parse_args"])
+                module = __import__(_module_name(stage.script), fromlist=["parse_args"])
                 config = tmp_path / f"{stage.name}.yaml"
                 config.write_text(yaml.safe_dump(stage.config))
                 module.parse_args([str(config)])
         elif recipe.startswith("eval"):
             parse_recipe((EvalConfig,), [str(path)])
         else:
-            module = __import__("train.grpo" if recipe.startswith("grpo") else "train.sft", fromlist=["parse_args"])
+            module = __import__("lookcloser.train.grpo" if recipe.startswith("grpo") else "lookcloser.train.sft",
+                                fromlist=["parse_args"])
             module.parse_args([str(path)])
 
 
 def test_no_debug_line_from_the_search_index(caplog, tmp_path):
     import logging
 
-    from agent.search import CorpusBackend
+    from lookcloser.agent.search import CorpusBackend
 
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text('{"url": "https://a.example", "title": "cats", "text": "a cat on a mat"}\n')
@@ -204,7 +205,7 @@ def test_no_debug_line_from_the_search_index(caplog, tmp_path):
 def test_curriculum_flag_typo_and_missing_data_are_one_line(capsys, tmp_path):
     import yaml
 
-    from train.curriculum import main
+    from lookcloser.train.curriculum import main
 
     recipe = tmp_path / "c.yaml"
     recipe.write_text(yaml.safe_dump({"output_dir": str(tmp_path / "run"), "stages": [

@@ -3,7 +3,7 @@
 A checkpoint retrained in place is not resumed from old predictions; a dead endpoint stops in
 seconds naming its URL; a run where every call failed exits non-zero; progress lines carry an
 ETA; the W&B run logs its config, tables and charts under ``WANDB_DIR``. Real tiny model, real
-loopback HTTP server (eval.fake_endpoint), real files.
+loopback HTTP server (testing/fake_endpoint.py), real files.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import time
 
 import pytest
 
-from eval.config import EvalConfig
-from eval.fake_endpoint import FakeEndpoint
-from eval.loaders import EvalError
-from eval.pipeline import evaluate
-from eval.runner import PredictionStore
+from lookcloser.eval.config import EvalConfig
+from lookcloser.eval.loaders import EvalError
+from lookcloser.eval.pipeline import evaluate
+from lookcloser.eval.runner import PredictionStore
+from testing.fake_endpoint import FakeEndpoint
 
 
 def _attempts(out) -> dict[str, int]:
@@ -35,7 +35,7 @@ def test_a_checkpoint_retrained_in_place_is_never_resumed(tiny_model_dir, tmp_pa
     out = tmp_path / "eval"
     cfg = EvalConfig(model=str(ckpt), benchmarks="mir", limit=3, out=str(out), tools=False,
                      max_new_tokens_per_turn=4, save_trajectories=False)
-    with caplog.at_level(logging.INFO, logger="eval.runner"):
+    with caplog.at_level(logging.INFO, logger="lookcloser.eval.runner"):
         evaluate(cfg)
     assert any("ETA" in r.getMessage() for r in caplog.records if "[mir]" in r.getMessage())  # progress with ETA
     assert _attempts(out) and set(_attempts(out).values()) == {1}
@@ -86,7 +86,7 @@ def test_a_run_where_every_call_failed_exits_non_zero(tmp_path):
 
 
 def test_eval_wandb_run_logs_config_tables_and_charts_under_wandb_dir(tmp_path, monkeypatch):
-    from eval.scoring import gold_response
+    from lookcloser.eval.scoring import gold_response
 
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_DIR", str(tmp_path / "wandb_dir"))

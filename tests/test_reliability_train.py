@@ -36,8 +36,8 @@ def _repo_cwd(monkeypatch):
 
 
 def test_embedded_default_builds_atomically_when_several_start_at_once(tmp_path):
-    from agent.models import resolve_model_path
-    from agent.tiny_qwen3_vl import build_tiny_qwen3_vl
+    from lookcloser.agent.models import resolve_model_path
+    from lookcloser.agent.tiny_qwen3_vl import build_tiny_qwen3_vl
 
     # Three builders on an empty cache at once (what the ranks of a fresh `accelerate launch` do).
     target = tmp_path / "cache" / "tiny-qwen3-vl"
@@ -57,7 +57,7 @@ def test_embedded_default_builds_atomically_when_several_start_at_once(tmp_path)
     assert not errors, errors
     assert [p.name for p in target.parent.iterdir()] == ["tiny-qwen3-vl"]  # no temporary folder left
     assert (target / "config.json").is_file() and (target / "tokenizer_config.json").is_file()
-    from agent.models import load_model
+    from lookcloser.agent.models import load_model
 
     assert load_model(resolve_model_path(str(target))).config.model_type == "qwen3_vl"
 
@@ -77,7 +77,7 @@ def _curriculum(tmp_path: Path, data: Path, lr: float = 1e-3) -> Path:
 
 
 def test_curriculum_reruns_a_stage_whose_inputs_changed_and_every_later_one(tmp_path, capsys, monkeypatch):
-    from train.curriculum import main
+    from lookcloser.train.curriculum import main
 
     data = tmp_path / "mir.json"
     shutil.copy(SAMPLE / "all_data_rel.json", data)
@@ -113,8 +113,8 @@ def test_curriculum_reruns_a_stage_whose_inputs_changed_and_every_later_one(tmp_
 
 
 def test_grpo_wandb_config_holds_our_arguments_and_the_recipe():
-    from train.entry import run_config
-    from train.grpo import parse_args
+    from lookcloser.train.entry import run_config
+    from lookcloser.train.grpo import parse_args
 
     script_args, _, model_args = parse_args(["recipes/grpo_synthetic.yaml", "--tool_bonus_cap", "2"])
     config = run_config((script_args, model_args))
@@ -126,10 +126,10 @@ def test_grpo_wandb_config_holds_our_arguments_and_the_recipe():
 
 @pytest.mark.slow
 def test_lora_output_is_a_checkpoint_for_eval_grpo_and_the_next_stage(tmp_path, monkeypatch):
-    from agent.models import load_model
-    from eval.config import EvalConfig
-    from eval.pipeline import evaluate
-    from train import grpo, sft
+    from lookcloser.agent.models import load_model
+    from lookcloser.eval.config import EvalConfig
+    from lookcloser.eval.pipeline import evaluate
+    from lookcloser.train import grpo, sft
 
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_DIR", str(tmp_path))
@@ -185,8 +185,8 @@ _HOLD_AFTER_CHECKPOINT_2 = """
 import sys, time
 from pathlib import Path
 from transformers import TrainerCallback
-from train.entry import train_and_save
-from train.sft import build_trainer, parse_args
+from lookcloser.train.entry import train_and_save
+from lookcloser.train.sft import build_trainer, parse_args
 
 class HoldAfterCheckpoint2(TrainerCallback):
     def on_save(self, args, state, control, **kwargs):  # runs once the checkpoint's files are written
@@ -203,7 +203,7 @@ train_and_save(trainer, training_args.output_dir)
 
 @pytest.mark.slow
 def test_training_killed_after_a_checkpoint_resumes_to_the_same_losses(tmp_path):
-    from train.sft import main, parse_args
+    from lookcloser.train.sft import main, parse_args
 
     args = ["recipes/mir_stage1.yaml", "--max_train_samples", "8", "--per_device_train_batch_size", "2",
             "--max_steps", "6", "--logging_steps", "1", "--save_strategy", "steps", "--save_steps", "2",
@@ -232,8 +232,8 @@ def test_training_killed_after_a_checkpoint_resumes_to_the_same_losses(tmp_path)
     last = max((p for p in killed.glob("checkpoint-*")), key=lambda p: int(p.name.split("-")[1]))
     from transformers import TrainerCallback
 
-    from train.entry import train_and_save
-    from train.sft import build_trainer
+    from lookcloser.train.entry import train_and_save
+    from lookcloser.train.sft import build_trainer
 
     trained: list[int] = []
 

@@ -14,7 +14,7 @@ from typing import ClassVar
 
 import pytest
 
-from rewards import disbench, imagemining, mir
+from lookcloser.rewards import disbench, imagemining, mir
 
 DATA = Path(__file__).parents[2] / "shared" / "data"
 needs_data = pytest.mark.skipif(not DATA.exists(), reason="shared sample data not present")

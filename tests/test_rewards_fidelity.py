@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rewards import imagemining, mir, tir_bench
-from rewards.trl_rewards import REGISTRY
+from lookcloser.rewards import imagemining, mir, tir_bench
+from lookcloser.rewards.trl_rewards import REGISTRY
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 needs_data = pytest.mark.skipif(not DATA.exists(), reason="shared sample data not present")
@@ -93,8 +93,8 @@ def test_mir_extraction_stays_inside_the_options(text, n_options):
 
 
 def test_mir_reward_and_eval_use_the_records_options():
-    from eval.loaders import EvalItem
-    from eval.scoring import score_response
+    from lookcloser.eval.loaders import EvalItem
+    from lookcloser.eval.scoring import score_response
 
     text = "Answer: E\nso B."  # E is no option of this record: the stated option is B
     info = {"answer": "B", "options": ["A. x", "B. y"]}
@@ -199,19 +199,19 @@ def test_scorers_let_bugs_raise(broken_strict_scorer):
 
 
 def test_the_suite_runs_with_reward_errors_raising(broken_strict_scorer):
-    from rewards.trl_rewards import errors_raise
+    from lookcloser.rewards.trl_rewards import errors_raise
     assert errors_raise()  # tests/conftest.py sets LOOKCLOSER_REWARD_ERRORS=raise
     with pytest.raises(RuntimeError, match="scorer bug"):
         REGISTRY["tir_bench"](["<answer>B</answer>"], **{k: v[:1] for k, v in ROWS.items()})
 
 
 def test_reward_boundary_returns_none_counts_and_warns_once(broken_strict_scorer, monkeypatch, caplog):
-    from rewards import trl_rewards
+    from lookcloser.rewards import trl_rewards
     monkeypatch.setenv(trl_rewards.RAISE_ENV, "")
     monkeypatch.setattr(trl_rewards, "_warned", set())
     monkeypatch.setattr(trl_rewards, "ERROR_COUNTS", trl_rewards.Counter())
     logged = []
-    with caplog.at_level(logging.WARNING, logger="rewards.trl_rewards"):
+    with caplog.at_level(logging.WARNING, logger="lookcloser.rewards.trl_rewards"):
         for _ in range(2):
             out = REGISTRY["tir_bench"](["<answer>B</answer>", "x"], log_metric=lambda n, v: logged.append((n, v)),
                                         **ROWS)
@@ -227,7 +227,7 @@ def test_reward_boundary_returns_none_counts_and_warns_once(broken_strict_scorer
 
 
 def test_verl_adapter_takes_extra_kwargs_and_rejects_unknown_sources():
-    from rewards.verl import compute_score
+    from lookcloser.rewards.verl import compute_score
     kwargs = {"reward_router_address": "127.0.0.1:9", "reward_model_tokenizer": None, "extra_flag": 1}
     assert compute_score("mir", "Answer: C", "C", {"index": 3}, **kwargs) == 1.0
     with pytest.raises(ValueError, match="unknown data_source 'gsm8k'"):
@@ -241,7 +241,7 @@ def test_verl_adapter_takes_extra_kwargs_and_rejects_unknown_sources():
 def test_sentences_backwards_is_the_regex_split_reversed(line):
     import re
 
-    from rewards._text import sentences_backwards
+    from lookcloser.rewards._text import sentences_backwards
     line = line.strip()
     assert list(sentences_backwards(line)) == re.split(r"(?<=[.!?。！？])\s+", line)[::-1]
 
@@ -255,7 +255,7 @@ _CUE_BITS = ["answer", "Answer: ", "the answer is ", "option ", "choice", "I cho
 def test_reversed_cue_scan_finds_the_last_cue_of_a_forward_scan(bits):
     import re
 
-    from rewards import cues
+    from lookcloser.rewards import cues
     text = "".join(bits)
     lowered = text.lower()
     forward = re.compile("|".join(re.escape(k) for k in cues._KEYWORDS))

@@ -10,9 +10,9 @@ import os
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rewards import REGISTRY, disbench, imagemining, mir, tir_bench
-from rewards.format_and_tools import format_score
-from rewards.verl import compute_score
+from lookcloser.rewards import REGISTRY, disbench, imagemining, mir, tir_bench
+from lookcloser.rewards.format_and_tools import format_score
+from lookcloser.rewards.verl import compute_score
 
 # REWARDS_HYPOTHESIS_EXAMPLES=2000 for a long fuzzing run; the default keeps the suite fast
 FAST = settings(max_examples=int(os.environ.get("REWARDS_HYPOTHESIS_EXAMPLES", "60")), deadline=None,

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from rewards.evalscope_baseline import evalscope_extract
-from rewards.synthetic import make_items, realistic_response
-from rewards.tir_bench import extract_answer, judge, score
+from bench.evalscope_baseline import evalscope_extract
+from lookcloser.rewards.tir_bench import extract_answer, judge, score
+from testing.synthetic_responses import make_items, realistic_response
 
 SAMPLES = Path(__file__).parents[2] / "shared" / "data" / "tir_bench" / "sample.json"
 OPTIONS = "Which region is highlighted?\nA. top left\nB. top right\nC. bottom left\nD. bottom right\nE. center"

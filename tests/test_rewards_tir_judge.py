@@ -1,4 +1,4 @@
-"""TIR-Bench official judge: every branch and quirk of spec §3, expected values worked out by hand."""
+"""TIR-Bench official judge: every branch and quirk of docs/formats.md §3, expected values by hand."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rewards.tir_bench import judge
-from rewards.tir_judge import (
+from lookcloser.rewards.tir_bench import judge
+from lookcloser.rewards.tir_judge import (
     jigsaw_sequence,
     judge_choice,
     judge_float,

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from rewards.evalscope_baseline import evalscope_extract
-from rewards.tir_bench import judge, score
+from bench.evalscope_baseline import evalscope_extract
+from lookcloser.rewards.tir_bench import judge, score
 
 J6 = {"task": "jigsaw", "answer": str(list(range(1, 37))), "meta_data": {"difficulty": 6}, "prompt": "6×6"}
 J5 = {"task": "jigsaw", "answer": str(list(range(1, 26))), "meta_data": {"difficulty": 5}, "prompt": "5×5"}

@@ -10,9 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from rewards import REGISTRY, get_reward_funcs
-from rewards.format_and_tools import count_tool_results, format_score, overlong_penalty, tool_use_bonus
-from rewards.verl import compute_score
+from lookcloser.rewards import REGISTRY, get_reward_funcs
+from lookcloser.rewards.format_and_tools import (
+    count_tool_results,
+    format_score,
+    overlong_penalty,
+    tool_use_bonus,
+)
+from lookcloser.rewards.verl import compute_score
 
 ROOT = Path(__file__).resolve().parents[1]
 TIR_ITEM = {"id": 30, "task": "rotation_game", "answer": "B", "prompt": "A. 10°\nB. 355°\nC. 40°",
@@ -125,9 +130,8 @@ def test_light_import_without_torch_transformers_trl():
                 if name.split(".")[0] in ("torch", "transformers", "trl"):
                     raise ImportError(f"blocked {name}")
         sys.meta_path.insert(0, Block())
-        import rewards
-        from rewards import tir_bench, mir, disbench, imagemining, format_and_tools, verl, llm_judge
-        from rewards import synthetic, evalscope_baseline
+        from lookcloser import rewards
+        from lookcloser.rewards import tir_bench, mir, disbench, imagemining, format_and_tools, verl, llm_judge
         item = {"task": "math", "answer": "3.5", "prompt": ""}
         assert tir_bench.score(item, r"Answer: \\frac{7}{2}", "official") == 1.0  # math-verify path
         assert tir_bench.score({"task": "refcoco", "answer": "B", "prompt": "A. x"}, "Answer: bb", "official") == 0.0
@@ -153,7 +157,7 @@ def test_no_heavy_imports_in_source():
 
 def test_tool_bonus_ignores_trls_error_results():
     """TRL writes a raising tool's result as str({"error": ...}): that is no tool result."""
-    from rewards.format_and_tools import count_tool_results
+    from lookcloser.rewards.format_and_tools import count_tool_results
 
     completion = [
         {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "crop", "arguments": {}}}]},

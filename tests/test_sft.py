@@ -7,8 +7,8 @@ import json
 import pytest
 import torch
 
-from agent.models import load_model
-from train.sft import build_trainer, main, parse_args
+from lookcloser.agent.models import load_model
+from lookcloser.train.sft import build_trainer, main, parse_args
 
 
 def _args(tiny_model_dir, tmp_path, *extra):
@@ -33,7 +33,7 @@ def test_assistant_only_mask_covers_exactly_the_assistant_tokens(tiny_model_dir,
     examples = [trainer.train_dataset[i] for i in range(4)]
     batch = trainer.data_collator(examples)
     tokenizer = trainer.processing_class.tokenizer
-    from data_builders.mir import build_stage, load_mir_records
+    from lookcloser.data_builders.mir import build_stage, load_mir_records
     from tests.conftest import SAMPLE_MIR
 
     records = load_mir_records(SAMPLE_MIR)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from train.sft import build_trainer, parse_args
-from train.sft_data import FeatureCollator, featurize, rope_index_fn
+from lookcloser.train.sft import build_trainer, parse_args
+from lookcloser.train.sft_data import FeatureCollator, featurize, rope_index_fn
 
 
 @pytest.fixture(autouse=True)
@@ -104,7 +104,7 @@ def test_recipe_trains_on_featurized_records_with_length_grouping(tiny_model_dir
 def test_scoring_only_labelled_tokens_keeps_the_loss(on_the_fly, monkeypatch):
     import trl.trainer.utils as trl_utils
 
-    from train.sft_data import score_labelled_tokens_only
+    from lookcloser.trl_surface import score_labelled_tokens_only
 
     trainer, _, featurized = on_the_fly
     model = trainer.model.eval()

@@ -8,8 +8,8 @@ from pathlib import Path
 import torch
 from PIL import Image
 
-from agent.models import TINY_MODEL_NAME, load_model, load_processor, resolve_model_path
-from agent.tiny_qwen3_vl import VERSION, build_tiny_qwen3_vl
+from lookcloser.agent.models import TINY_MODEL_NAME, load_model, load_processor, resolve_model_path
+from lookcloser.agent.tiny_qwen3_vl import VERSION, build_tiny_qwen3_vl
 
 
 def _inputs(processor):

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rewards import _text, cues, tir_bench, tir_extract
-from rewards.synthetic import make_items, realistic_response
+from lookcloser.rewards import _text, cues, tir_bench, tir_extract
+from testing.synthetic_responses import make_items, realistic_response
 from tests import _tir_scorer_before_15_2 as before
 
 # Pieces that steer the extractor: every cue word (also inside longer words and overlapping: "answeright"),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from train.curriculum import check_inputs, plan
+from lookcloser.train.curriculum import check_inputs, plan
 
 
 def test_tool_curriculum_plan_and_model_override(tmp_path):
@@ -22,8 +22,8 @@ def test_tool_curriculum_plan_and_model_override(tmp_path):
 def test_data_stage_builds_train_and_held_out_roots(tmp_path, tiny_model_dir):
     import json
 
-    from eval.loaders import load_tir_bench
-    from train.grpo_tasks import ToolTaskArguments, build
+    from lookcloser.eval.loaders import load_tir_bench
+    from lookcloser.train.grpo_tasks import ToolTaskArguments, build
 
     built = build(ToolTaskArguments(output_dir=str(tmp_path), count=3, heldout_count=2,
                                     model_name_or_path=str(tiny_model_dir)))

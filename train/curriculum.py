@@ -36,7 +36,7 @@ from pathlib import Path
 
 import yaml
 
-from train.recipes import RecipeError, load_recipe_mapping
+from lookcloser.recipes import RecipeError, load_recipe_mapping
 
 DEFAULT_SCRIPT = "train/sft.py"
 MARKER = "curriculum_done.json"
@@ -136,7 +136,7 @@ def path_digest(path: str | Path | None, checkpoint: bool = False) -> str | None
     """A digest of a file, a folder (data: every file; ``checkpoint``: config + weights), or a name."""
     import hashlib
 
-    from agent.checkpoint_digest import checkpoint_digest, update_file_digest
+    from lookcloser.agent.checkpoint_digest import checkpoint_digest, update_file_digest
 
     if not path:
         return None
@@ -199,12 +199,12 @@ def _last_checkpoint(output_dir: Path) -> Path | None:
 
 
 def _module_name(script: str) -> str:
-    """``train/sft.py`` -> ``train.sft``.
+    """``train/sft.py`` -> ``lookcloser.train.sft`` (the checkout's folders install under lookcloser).
 
     >>> _module_name("train/grpo.py")
-    'train.grpo'
+    'lookcloser.train.grpo'
     """
-    return script.removesuffix(".py").replace("/", ".").replace("\\", ".")
+    return "lookcloser." + script.removesuffix(".py").replace("/", ".").replace("\\", ".")
 
 
 STARTED = "stage_started.json"
@@ -299,8 +299,8 @@ def match_launcher_threads() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from train.entry import report_error, user_error_classes
-    from train.recipes import parser_without_abbreviations
+    from lookcloser.recipes import parser_without_abbreviations
+    from lookcloser.train.entry import report_error, user_error_classes
 
     parser = parser_without_abbreviations(description=__doc__.splitlines()[0], prog="train/curriculum.py")
     parser.add_argument("recipe", type=Path)

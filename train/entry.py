@@ -24,11 +24,26 @@ def peft_config(model_args):
     return get_peft_config(model_args)
 
 
+def model_and_processor(model_args, training_args) -> tuple[str, object]:
+    """The model to train (a hub id, a local folder, or the reserved tiny name, built offline and
+    cached) and its processor; the trainer loads the weights from ``model_init_kwargs``, set here."""
+    from lookcloser.agent.models import load_processor, resolve_model_path
+
+    model_path = resolve_model_path(model_args.model_name_or_path)
+    training_args.model_init_kwargs = {
+        "dtype": model_args.dtype or "float32",
+        "attn_implementation": model_args.attn_implementation,
+        "revision": model_args.model_revision,
+        **(training_args.model_init_kwargs or {}),
+    }
+    return model_path, load_processor(model_path, revision=model_args.model_revision)
+
+
 def run_config(configs) -> dict:
     """What W&B records beside TRL's training arguments: our script's arguments and the recipe's text."""
     import dataclasses
 
-    from train.recipes import last_recipe, own_fields
+    from lookcloser.recipes import last_recipe, own_fields
 
     config = {}
     for cfg in configs:
@@ -63,7 +78,7 @@ def train_and_save(trainer, output_dir: str, resume_from_checkpoint=None, config
     ``configs``: the script's own argument dataclasses, logged to W&B with the recipe text.
     ``merge_adapter``: a LoRA run also writes base + adapter merged to ``output_dir/merged``.
     """
-    from agent.models import without_truncation
+    from lookcloser.agent.models import without_truncation
 
     if configs:
         trainer.add_callback(_log_config_callback(configs))
@@ -81,7 +96,7 @@ def train_and_save(trainer, output_dir: str, resume_from_checkpoint=None, config
     trainer.accelerator.print(f"Checkpoint saved to {Path(output_dir).resolve()}")
     if merge_adapter and (Path(output_dir) / "adapter_config.json").is_file():
         if trainer.accelerator.is_main_process:
-            from agent.models import merge_adapter as merge
+            from lookcloser.agent.models import merge_adapter as merge
 
             merged = merge(output_dir, Path(output_dir) / "merged")
             trainer.accelerator.print(f"Adapter merged into its base: {Path(merged).resolve()}")
@@ -107,9 +122,9 @@ def _launcher_pid() -> int | None:
 
 def user_error_classes(extra: tuple[type[BaseException], ...] = ()) -> tuple[type[BaseException], ...]:
     """Exceptions that mean "the user asked for something wrong": one line, exit 2, no traceback."""
-    from agent.models import ModelPathError
-    from data_builders.records import RecordError
-    from train.recipes import RecipeError
+    from lookcloser.agent.models import ModelPathError
+    from lookcloser.data_builders.records import RecordError
+    from lookcloser.recipes import RecipeError
 
     return (RecordError, RecipeError, ModelPathError, *extra)
 

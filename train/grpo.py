@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 
 from trl import ModelConfig, ScriptArguments
 
-from train.entry import peft_config, train_and_save
-from train.grpo_trainer import LookcloserGRPOConfig
-from train.recipes import RecipeError
+from lookcloser.recipes import RecipeError
+from lookcloser.train.entry import model_and_processor, peft_config, train_and_save
+from lookcloser.train.grpo_lib.trainer import LookcloserGRPOConfig
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ class GRPOScriptArguments(ScriptArguments):
         "help": "Reward names from rewards.REGISTRY; weights are `reward_weights`."})
     cold_start_steps: int = field(default=0, metadata={
         "help": "With synthetic tasks: first SFT this many steps on their oracle tool trajectories and start GRPO "
-                "from that checkpoint (cached beside the data; train/grpo_coldstart.py). 0: start from the model."})
+                "from that checkpoint (cached beside the data; train/grpo_lib/coldstart.py). 0: start from the model."})
     cold_start_learning_rate: float = field(default=5e-3, metadata={"help": "Learning rate of the cold-start SFT."})
     cold_start_look_steps: int = field(default=0, metadata={
         "help": "Before the cold start: SFT this many steps on the question asked of the oracle's tool image alone "
@@ -84,8 +84,8 @@ def _as_dict(value) -> dict:
 
 
 def build_reward_funcs(script_args: GRPOScriptArguments, training_args: LookcloserGRPOConfig) -> list:
-    from rewards import get_reward_funcs
-    from rewards.trl_rewards import make_overlong_reward, make_tool_use_reward
+    from lookcloser.rewards import get_reward_funcs
+    from lookcloser.rewards.trl_rewards import make_overlong_reward, make_tool_use_reward
 
     funcs = []
     for name in script_args.reward_funcs:
@@ -107,7 +107,7 @@ def environment_factory(script_args: GRPOScriptArguments):
     """The environment class (with the recipe's constructor arguments) TRL builds one instance of per rollout."""
     if not script_args.environment or script_args.environment == "none":
         return None
-    from agent.environments import ENVIRONMENTS
+    from lookcloser.agent.environments import ENVIRONMENTS
 
     if script_args.environment not in ENVIRONMENTS:
         raise RecipeError(f"unknown environment {script_args.environment!r}; choose from {sorted(ENVIRONMENTS)} "
@@ -129,8 +129,8 @@ def _init_cpu_deepspeed(training_args) -> None:
 def _cold_start(script_args: GRPOScriptArguments, training_args: LookcloserGRPOConfig, model_args: ModelConfig) -> str:
     from pathlib import Path
 
-    from train.grpo_coldstart import cold_start
-    from train.grpo_data import synthetic_dataset, synthetic_settings
+    from lookcloser.train.grpo_lib.coldstart import cold_start
+    from lookcloser.train.grpo_lib.data import synthetic_dataset, synthetic_settings
 
     if script_args.dataset_path or script_args.dataset_name:
         raise RecipeError("cold_start_steps trains on the synthetic tasks' oracle trajectories: leave "
@@ -143,21 +143,13 @@ def _cold_start(script_args: GRPOScriptArguments, training_args: LookcloserGRPOC
 
 def build_trainer(script_args: GRPOScriptArguments, training_args: LookcloserGRPOConfig, model_args: ModelConfig):
     """Model, processor, data, environment and rewards as the recipe says, in a LookcloserGRPOTrainer."""
-    from agent.models import load_processor, resolve_model_path
-    from train.grpo_data import load_grpo_dataset
-    from train.grpo_trainer import LookcloserGRPOTrainer
+    from lookcloser.train.grpo_lib.data import load_grpo_dataset
+    from lookcloser.train.grpo_lib.trainer import LookcloserGRPOTrainer
 
     _init_cpu_deepspeed(training_args)
     if script_args.cold_start_steps > 0:
         model_args.model_name_or_path = _cold_start(script_args, training_args, model_args)
-    model_path = resolve_model_path(model_args.model_name_or_path)
-    training_args.model_init_kwargs = {
-        "dtype": model_args.dtype or "float32",
-        "attn_implementation": model_args.attn_implementation,
-        "revision": model_args.model_revision,
-        **(training_args.model_init_kwargs or {}),
-    }
-    processor = load_processor(model_path, revision=model_args.model_revision)
+    model_path, processor = model_and_processor(model_args, training_args)
     dataset = load_grpo_dataset(script_args, training_args)
     logger.info("GRPO on %d prompts (%s), environment %s, rewards %s", len(dataset),
                 script_args.dataset_path or script_args.dataset_name or "synthetic", script_args.environment,
@@ -190,8 +182,8 @@ def main(script_args: GRPOScriptArguments, training_args: LookcloserGRPOConfig, 
 
 def write_prompting_record(script_args: GRPOScriptArguments, out_dir: str) -> None:
     """How the policy was prompted (system prompt, tools, environment): ``python -m eval`` reads it back."""
-    from agent.checkpoint_prompting import write_prompting
-    from agent.loop import DEFAULT_SYSTEM_PROMPT
+    from lookcloser.agent.checkpoint_prompting import write_prompting
+    from lookcloser.agent.loop import DEFAULT_SYSTEM_PROMPT
 
     system = {None: "", "default": DEFAULT_SYSTEM_PROMPT}.get(script_args.system_prompt, script_args.system_prompt)
     tools = bool(script_args.environment) and script_args.environment != "none"
@@ -202,12 +194,12 @@ def write_prompting_record(script_args: GRPOScriptArguments, out_dir: str) -> No
 
 
 def parse_args(argv: list[str] | None = None):
-    from train.recipes import parse_recipe
+    from lookcloser.recipes import parse_recipe
 
     return parse_recipe((GRPOScriptArguments, LookcloserGRPOConfig, ModelConfig), argv, description=__doc__)
 
 
 if __name__ == "__main__":
-    from train.entry import run
+    from lookcloser.train.entry import run
 
     run(main, parse_args)

@@ -41,7 +41,7 @@ class ToolTaskArguments:
 
 def model_pixels(name_or_path: str) -> int:
     """The most pixels the model's image processor feeds the vision tower (``size.longest_edge``)."""
-    from agent.models import load_processor, resolve_model_path
+    from lookcloser.agent.models import load_processor, resolve_model_path
 
     processor = load_processor(resolve_model_path(name_or_path))
     size = getattr(processor.image_processor, "size", None) or {}
@@ -50,8 +50,9 @@ def model_pixels(name_or_path: str) -> int:
 
 
 def build(args: ToolTaskArguments) -> dict[str, Path]:
-    from data_builders.synthetic import SyntheticConfig, build_synthetic
-    from train.grpo_data import BUNDLED_IMAGES, generated_images, resolve_path
+    from lookcloser.agent.oracle import build_synthetic
+    from lookcloser.data_builders.synthetic import SyntheticConfig
+    from lookcloser.train.grpo_lib.data import BUNDLED_IMAGES, generated_images, resolve_path
 
     if args.seed == args.heldout_seed:
         raise ValueError("heldout_seed must differ from seed: the held-out tasks are a seed never trained on")
@@ -87,12 +88,12 @@ def main(args: ToolTaskArguments) -> str:
 
 
 def parse_args(argv: list[str] | None = None):
-    from train.recipes import parse_recipe
+    from lookcloser.recipes import parse_recipe
 
     return parse_recipe((ToolTaskArguments,), argv)
 
 
 if __name__ == "__main__":
-    from train.entry import run
+    from lookcloser.train.entry import run
 
     run(main, parse_args)

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from trl import ModelConfig, ScriptArguments, SFTConfig
 
-from train.entry import peft_config, train_and_save
-from train.recipes import RecipeError
+from lookcloser.recipes import RecipeError
+from lookcloser.train.entry import model_and_processor, peft_config, train_and_save
 
 logger = logging.getLogger(__name__)
 
@@ -60,23 +60,18 @@ class SFTScriptArguments(ScriptArguments):
 
 def load_sft_dataset(script_args: SFTScriptArguments):
     """Resolve the recipe's data settings to a ``datasets.Dataset`` of SFT records."""
-    from datasets import load_dataset, load_from_disk
+    from datasets import load_dataset
 
-    from data_builders.mir import mir_sft_dataset
-    from data_builders.records import RecordError
+    from lookcloser.data_builders.mir import mir_sft_dataset
+    from lookcloser.data_builders.output import load_records
 
     if script_args.dataset_path:
         path = Path(script_args.dataset_path)
-        if path.is_dir():
-            dataset = load_from_disk(str(path))
-        elif path.suffix == ".json":
+        if path.suffix == ".json" and path.is_file():
             dataset = mir_sft_dataset(path, script_args.images_root, stage=script_args.mir_stage,
                                       faithful_upstream=script_args.faithful_upstream)
-        elif path.suffix in (".parquet", ".jsonl"):
-            dataset = load_dataset(path.suffix.lstrip(".").replace("jsonl", "json"), data_files=str(path))["train"]
-        else:
-            raise RecordError(path, None, None, "data file not found" if not path.exists()
-                              else "expected an MIR .json, a .parquet/.jsonl file or a saved dataset folder")
+        else:  # a builder's folder (either format), a .parquet or .jsonl file: the loader GRPO uses too
+            dataset = load_records(path)
     elif script_args.dataset_name:  # the user asked for a hub dataset by name
         dataset = load_dataset(script_args.dataset_name, name=script_args.dataset_config)
         dataset = dataset[script_args.dataset_train_split]
@@ -91,18 +86,11 @@ def build_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mod
     """Model, processor and data as the recipe says, in a TRL SFTTrainer (tests inspect it too)."""
     from trl import SFTTrainer
 
-    from agent.models import load_processor, resolve_model_path
-    from data_builders.tool_sft import ToolTrajectoryCollator
+    from lookcloser.train.collators import ToolTrajectoryCollator
+    from lookcloser.trl_surface import is_vision_dataset
 
     # Model: a hub id, a local folder, or the reserved tiny name (built offline, cached).
-    model_path = resolve_model_path(model_args.model_name_or_path)
-    training_args.model_init_kwargs = {
-        "dtype": model_args.dtype or "float32",
-        "attn_implementation": model_args.attn_implementation,
-        "revision": model_args.model_revision,
-        **(training_args.model_init_kwargs or {}),
-    }
-    processor = load_processor(model_path, revision=model_args.model_revision)
+    model_path, processor = model_and_processor(model_args, training_args)
 
     # Data: staged MIR records (or ready SFT records), images decoded on access.
     dataset = load_sft_dataset(script_args)
@@ -117,7 +105,7 @@ def build_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mod
         processing_class=processor,
         peft_config=peft_config(model_args),
     )
-    if trainer._is_vision_dataset:
+    if is_vision_dataset(trainer):
         # TRL's vision collator puts no images into tool messages and drops the `tools` column;
         # ours equals it on plain records and also handles multi-turn tool trajectories.
         collator = ToolTrajectoryCollator(
@@ -137,14 +125,14 @@ def build_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mod
 
 def use_featurized_data(trainer, collator, pack_sequences: str, attn_implementation: str | None) -> None:
     """Featurize the training records once (train/sft_data.py) and batch them padded or packed."""
-    from train.sft_data import (
+    from lookcloser.train.sft_data import (
         FeatureCollator,
         featurize,
         group_by_token_length,
         pack_supported,
         rope_index_fn,
-        score_labelled_tokens_only,
     )
+    from lookcloser.trl_surface import score_labelled_tokens_only
 
     score_labelled_tokens_only()
     group_by_token_length(trainer)
@@ -166,7 +154,7 @@ def main(script_args: SFTScriptArguments, training_args: SFTConfig, model_args: 
     out = train_and_save(trainer, training_args.output_dir, training_args.resume_from_checkpoint,
                           configs=(script_args, model_args), merge_adapter=script_args.merge_adapter)
     if trainer.accelerator.is_main_process:  # how it was prompted, so that eval prompts it the same way
-        from agent.checkpoint_prompting import prompting_of, write_prompting
+        from lookcloser.agent.checkpoint_prompting import prompting_of, write_prompting
 
         mir_json = (script_args.dataset_path or "").endswith(".json")
         write_prompting(out, prompting_of(trainer.train_dataset[0], script_args.mir_stage if mir_json else None))
@@ -174,12 +162,12 @@ def main(script_args: SFTScriptArguments, training_args: SFTConfig, model_args: 
 
 
 def parse_args(argv: list[str] | None = None):
-    from train.recipes import parse_recipe
+    from lookcloser.recipes import parse_recipe
 
     return parse_recipe((SFTScriptArguments, SFTConfig, ModelConfig), argv, description=__doc__)
 
 
 if __name__ == "__main__":
-    from train.entry import run
+    from lookcloser.train.entry import run
 
     run(main, parse_args)

@@ -169,16 +169,19 @@ def group_by_token_length(trainer) -> None:
     """
     from transformers.trainer_pt_utils import LengthGroupedSampler
 
-    inferred = trainer._get_train_sampler
+    from lookcloser.trl_surface import replace_train_sampler
 
-    def _get_train_sampler(train_dataset=None):
-        dataset = trainer.train_dataset if train_dataset is None else train_dataset
-        if trainer.args.train_sampling_strategy == "group_by_length" and isinstance(dataset, FeaturizedDataset):
-            return LengthGroupedSampler(trainer.args.train_batch_size * trainer.args.gradient_accumulation_steps,
-                                        lengths=dataset.lengths)
-        return inferred(train_dataset)
+    def make(inferred):
+        def _get_train_sampler(train_dataset=None):
+            dataset = trainer.train_dataset if train_dataset is None else train_dataset
+            if trainer.args.train_sampling_strategy == "group_by_length" and isinstance(dataset, FeaturizedDataset):
+                return LengthGroupedSampler(trainer.args.train_batch_size * trainer.args.gradient_accumulation_steps,
+                                            lengths=dataset.lengths)
+            return inferred(train_dataset)
 
-    trainer._get_train_sampler = _get_train_sampler
+        return _get_train_sampler
+
+    replace_train_sampler(trainer, make)
 
 
 def pack_supported(attn_implementation: str | None) -> bool:
@@ -188,26 +191,3 @@ def pack_supported(attn_implementation: str | None) -> bool:
     (True, False, False)
     """
     return bool(attn_implementation) and attn_implementation.startswith(("flash_attention", "kernels-community/flash"))
-
-
-def score_labelled_tokens_only() -> None:
-    """Make TRL's fused LM head score only the positions that have a label, on CPU too.
-
-    TRL 1.16 compacts the hidden states to the labelled positions on Triton devices only; elsewhere
-    it scores every position, because on Neuron a varying tile shape recompiles the graph. On CPU
-    nothing recompiles, and with assistant-only loss most positions (prompt, image, padding) have no
-    label, while the head (hidden x vocab per position, then log-softmax) is the largest part of a
-    small model's step. The loss, entropy and accuracy are the same sums over the same positions.
-    Process-wide; a no-op on CUDA (already compact there).
-    """
-    import trl.trainer.utils as trl_utils
-    from trl.kernels.chunked_logprob import _use_triton
-
-    if getattr(trl_utils._use_triton, "lookcloser_compact_on_cpu", False):
-        return
-
-    def compact(device) -> bool:
-        return device.type == "cpu" or _use_triton(device)
-
-    compact.lookcloser_compact_on_cpu = True
-    trl_utils._use_triton = compact

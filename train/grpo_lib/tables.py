@@ -17,7 +17,7 @@ from typing import Any
 
 from PIL import Image
 
-from train.grpo_tools import INVALID_TOOL, tool_call_text
+from lookcloser.train.grpo_lib.tools import INVALID_TOOL, tool_call_text
 
 THUMB = 128  # pixels per contact-sheet cell
 

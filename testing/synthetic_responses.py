@@ -133,7 +133,7 @@ def _ocr_item(rng, i):
 # ---- responses -----------------------------------------------------------------------------
 
 def _kind(item: dict) -> str:
-    from rewards.tir_extract import answer_kind
+    from lookcloser.rewards.tir_extract import answer_kind
     return answer_kind(item["task"], str(item["answer"]))
 
 

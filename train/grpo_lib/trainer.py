@@ -17,7 +17,6 @@ Each addition sits on one TRL method and calls the original (see docs/grpo.md fo
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 import logging
@@ -29,9 +28,8 @@ import torch
 from datasets import Dataset
 from trl import GRPOConfig, GRPOTrainer
 from trl.data_utils import prepare_multimodal_messages
-from trl.trainer import grpo_trainer as trl_grpo
 
-from train.grpo_filtering import (
+from lookcloser.train.grpo_lib.filtering import (
     concat_batches,
     constant_groups,
     loss_tokens,
@@ -39,9 +37,18 @@ from train.grpo_filtering import (
     select_rows,
     unsupported_keys,
 )
-from train.grpo_logging import table_rows, wandb_table, write_jsonl
-from train.grpo_tools import RolloutTools, SafeToolDict, safe_parser
-from train.grpo_truncation import PromptTruncator, as_placeholders
+from lookcloser.train.grpo_lib.tables import table_rows, wandb_table, write_jsonl
+from lookcloser.train.grpo_lib.tools import RolloutTools, SafeToolDict, safe_parser
+from lookcloser.train.grpo_lib.truncation import PromptTruncator, as_placeholders
+from lookcloser.trl_surface import (
+    generated,
+    grpo_config_argument,
+    merge_generations,
+    rollout_slice,
+    set_sync_tool_dict,
+    tool_dicts,
+    wrapped_parse_response,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -69,33 +76,9 @@ class LookcloserGRPOConfig(GRPOConfig):
         "help": "Generate rollouts this many at a time (1: sequential, for comparison; None: the whole batch)."})
 
 
-@contextlib.contextmanager
-def _safe_parsing():
-    """TRL's tool loop parses replies with its module-level ``parse_response``; route malformed calls."""
-    original = trl_grpo.parse_response
-    trl_grpo.parse_response = safe_parser(original)
-    try:
-        yield
-    finally:
-        trl_grpo.parse_response = original
-
-
 def _count_images(prompt) -> int:
     return sum(1 for m in prompt if isinstance(m.get("content"), list)
                for b in m["content"] if isinstance(b, dict) and b.get("type") == "image")
-
-
-def _merge_generations(outs: list[tuple]) -> tuple:
-    """Concatenate the tuples ``GRPOTrainer._generate`` returned for consecutive chunks of prompts."""
-    cat = lambda i: [x for out in outs for x in out[i]]
-    tool_mask = None if outs[0][2] is None else cat(2)
-    logprobs = None if outs[0][4] is None else cat(4)
-    extra = {k: [v for out in outs for v in out[5][k]] for k in outs[0][5]}
-    if all(out[6] is None for out in outs):
-        images = None
-    else:
-        images = [x for out in outs for x in (out[6] if out[6] is not None else [None] * len(out[0]))]
-    return cat(0), cat(1), tool_mask, cat(3), logprobs, extra, images, cat(7)
 
 
 class LookcloserGRPOTrainer(GRPOTrainer):
@@ -103,7 +86,7 @@ class LookcloserGRPOTrainer(GRPOTrainer):
     ``GRPOConfig`` works too, with the additions off)."""
 
     def __init__(self, *args, **kwargs):
-        config = kwargs.get("args", args[2] if len(args) > 2 else None)
+        config = grpo_config_argument(args, kwargs)
         cap = getattr(config, "max_turn_tokens", None)
         if cap:
             gen = config.generation_kwargs
@@ -235,7 +218,7 @@ class LookcloserGRPOTrainer(GRPOTrainer):
         size = self._opt("rollout_chunk_size")
         if self.tools:  # where TRL's failure values for this rollout will start (replaced below)
             self._failure_mark = len(self._metrics[self._mode()]["tools/failure_frequency"])
-        with _safe_parsing():
+        with wrapped_parse_response(safe_parser):  # malformed tool calls become error observations
             if size and size < len(prompts):
                 out = self._generate_chunked(prompts, int(size))
             else:
@@ -251,28 +234,20 @@ class LookcloserGRPOTrainer(GRPOTrainer):
         for i, prompt in enumerate(prompts):
             env = self.environments[i] if self.environments else None
             state = RolloutTools(env, images=_count_images(prompt), max_images=self._opt("max_images"))
-            sync, asynchronous = self._sync_tool_dicts[i], self._async_tool_dicts[i]
+            sync, asynchronous = tool_dicts(self, i)
             available = sorted(set(sync) | set(asynchronous))
-            self._sync_tool_dicts[i] = SafeToolDict(sync, state, available, frozenset(asynchronous))
+            set_sync_tool_dict(self, i, SafeToolDict(sync, state, available, frozenset(asynchronous)))
             self._rollout_tools.append(state)
 
     def _generate_chunked(self, prompts: list, size: int) -> tuple:
-        names = ("_sync_tool_dicts", "_async_tool_dicts", "_batch_environments")
-        saved = {name: getattr(self, name, None) for name in names}
         outs = []
-        try:
-            for begin in range(0, len(prompts), size):
-                for name, value in saved.items():
-                    if value is not None:
-                        setattr(self, name, value[begin:begin + size])
+        for begin in range(0, len(prompts), size):
+            with rollout_slice(self, begin, begin + size):
                 outs.append(super()._generate(prompts[begin:begin + size]))
-        finally:
-            for name, value in saved.items():
-                setattr(self, name, value)
-        return _merge_generations(outs)
+        return merge_generations(outs)
 
     def _trajectory_metrics(self, prompts: list, out: tuple) -> None:
-        completion_ids, completions, tool_images = out[1], out[3], out[7]
+        completion_ids, completions, tool_images = generated(out, "completion_ids", "completions", "tool_images")
         eos = {*self.eos_token_ids, self._tokenizer.pad_token_id}
         stats, flags = [], []
         for i, (ids, messages) in enumerate(zip(completion_ids, completions)):
@@ -327,8 +302,8 @@ class LookcloserGRPOTrainer(GRPOTrainer):
 
     def _log_accuracy(self, inputs: list[dict], completions: list) -> None:
         """``accuracy/{benchmark}`` and ``accuracy/{benchmark}/{task}``: the benchmark score of every row."""
-        from rewards._text import completion_text
-        from rewards.trl_rewards import normalize_source, score_row
+        from lookcloser.rewards._text import completion_text
+        from lookcloser.rewards.trl_rewards import normalize_source, score_row
 
         for row, completion in zip(inputs, completions):
             source = normalize_source(row.get("data_source"))

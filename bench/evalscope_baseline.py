@@ -1,4 +1,4 @@
-"""A re-implementation of evalscope's rule extractor for TIR-Bench, as spec §3 describes it.
+"""A re-implementation of evalscope's rule extractor for TIR-Bench, as docs/formats.md §3 describes it.
 
 Kept only as the baseline that ``rewards.tir_extract`` is measured against (tests and bench):
 for a letter answer it takes, in order, ``\\boxed{X}``, ``Answer: X`` / ``answer - X``,

@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 
 # Modules whose dataclass fields are "ours" (listed first and in full by the short --help).
-OWN_MODULES = ("train.", "eval.", "agent.", "data_builders.", "__main__")
+OWN_MODULES = ("lookcloser.", "__main__")
 # TRL/transformers fields a recipe sets most often: listed by the short --help after ours.
 COMMON_FIELDS = ("model_name_or_path", "output_dir", "learning_rate", "num_train_epochs", "max_steps",
                  "per_device_train_batch_size", "gradient_accumulation_steps", "save_steps", "report_to",

@@ -88,7 +88,7 @@ def is_error(result: Any) -> bool:
     >>> is_error("Error: no"), is_error([{"type": "text", "text": "Error: x"}]), is_error([{"type": "image"}])
     (True, True, False)
     """
-    from rewards.format_and_tools import tool_call_failed
+    from lookcloser.rewards.format_and_tools import tool_call_failed
 
     return tool_call_failed(result)
 

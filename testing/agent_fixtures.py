@@ -1,6 +1,6 @@
 """Small generated data in the benchmarks' own on-disk formats, for tests and offline runs.
 
-``make_disbench(root)`` writes a DISBench-format collection (spec §4): two users, a few dozen
+``make_disbench(root)`` writes a DISBench-format collection (docs/formats.md §4): two users, a few dozen
 photos in distinctly coloured "events" with metadata (some photos lack GPS, time, address or
 device), ``queries.jsonl`` whose answers follow from the metadata, and ``photo_ids/``.
 ``make_search_corpus(path)`` writes a JSONL corpus for the offline web-search backend.

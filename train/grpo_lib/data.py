@@ -15,7 +15,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BUNDLED_IMAGES = REPO / "data" / "mir_sample"
 DISBENCH_INSTRUCTION = (
     "\nSearch this user's photo collection with the tools and find every photo that matches. Reply with "
@@ -57,8 +57,9 @@ def synthetic_dataset(out_dir: str | Path, *, images: str | None = None, count: 
     the cold start are written beside (``out_dir/<key>/sft``), calling ``environment``'s tools.
     ``return_dir``: return ``(rows, out_dir/<key>)``.
     """
-    from data_builders.output import load_output
-    from data_builders.synthetic import TASKS, SyntheticConfig, build_synthetic
+    from lookcloser.agent.oracle import build_synthetic
+    from lookcloser.data_builders.output import load_output
+    from lookcloser.data_builders.synthetic import TASKS, SyntheticConfig
 
     out_dir = Path(out_dir)
     if images == "generated" or (images is None and not BUNDLED_IMAGES.is_dir()):
@@ -84,7 +85,7 @@ def mir_grpo_dataset(path: str | Path, images_root: str | Path | None = None, st
     """MIR questions as GRPO prompts (the stage's user turn; 4 = autonomous, no context) + gold letter."""
     from datasets import Dataset, Image, Sequence
 
-    from data_builders.mir import answer_letter, build_stage, load_mir_records
+    from lookcloser.data_builders.mir import answer_letter, build_stage, load_mir_records
 
     rows = []
     for record in load_mir_records(resolve_path(path), images_root and resolve_path(images_root)):
@@ -99,7 +100,7 @@ def disbench_grpo_dataset(path: str | Path, data_root: str | Path):
     """DISBench queries (``queries.jsonl``: query_id, user_id, query, answer) as GRPO prompts."""
     from datasets import Dataset
 
-    from data_builders.records import iter_jsonl
+    from lookcloser.data_builders.records import iter_jsonl
 
     root = resolve_path(data_root)
     rows = []
@@ -148,8 +149,8 @@ def load_grpo_dataset(script_args, training_args):
     """Resolve the recipe's data settings to a ``datasets.Dataset`` of GRPO rows."""
     from datasets import load_dataset
 
-    from data_builders.output import load_output
-    from data_builders.records import RecordError
+    from lookcloser.data_builders.output import load_records
+    from lookcloser.data_builders.records import RecordError
 
     kind = script_args.dataset_kind
     if script_args.dataset_path:
@@ -158,17 +159,17 @@ def load_grpo_dataset(script_args, training_args):
             raise RecordError(path, None, None, "data file not found")
         kind = _kind(path) if kind == "auto" else kind
         if kind == "saved":
-            dataset = load_output(path)
+            dataset = load_records(path)
         elif kind == "mir":
             dataset = mir_grpo_dataset(path, script_args.images_root, script_args.mir_stage)
         elif kind == "disbench":
             if not script_args.disbench_root:
-                from train.recipes import RecipeError
+                from lookcloser.recipes import RecipeError
 
                 raise RecipeError("DISBench queries need `disbench_root` (the folder with metadata/ and images/)")
             dataset = disbench_grpo_dataset(path, script_args.disbench_root)
-        else:
-            dataset = load_dataset(path.suffix.lstrip(".").replace("jsonl", "json"), data_files=str(path))["train"]
+        else:  # a .parquet or .jsonl file of rows: the loader SFT uses too
+            dataset = load_records(path)
     elif script_args.dataset_name:
         dataset = load_dataset(script_args.dataset_name, name=script_args.dataset_config)
         dataset = dataset[script_args.dataset_train_split]
@@ -181,7 +182,7 @@ def load_grpo_dataset(script_args, training_args):
     if "prompt" not in dataset.column_names:
         raise RecordError(script_args.dataset_path or "dataset", None, "prompt", "GRPO rows need a `prompt` column")
     if script_args.system_prompt:
-        from agent.loop import DEFAULT_SYSTEM_PROMPT
+        from lookcloser.agent.loop import DEFAULT_SYSTEM_PROMPT
 
         text = DEFAULT_SYSTEM_PROMPT if script_args.system_prompt == "default" else script_args.system_prompt
         dataset = with_system_prompt(dataset, text)

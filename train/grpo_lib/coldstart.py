@@ -50,7 +50,7 @@ def cold_start(script_args, training_args, model_args, data_dir: Path) -> str:
 
 def _sft(start: str, dataset: Path, target: Path, steps: int, lr: float, script_args, training_args,
          model_args) -> str:
-    from train import sft
+    from lookcloser.train import sft
 
     argv = ["--model_name_or_path", start, "--dtype", model_args.dtype or "float32",
             "--dataset_path", str(dataset), "--output_dir", str(target), "--assistant_only_loss", "true",

@@ -1,0 +1,108 @@
+"""Oracle tool trajectories: a synthetic task's right tool calls run through the agent's own tools.
+
+``build_synthetic`` writes a folder of synthetic TIR-Bench-format tasks (``data_builders/synthetic.py``)
+with, for each, the GRPO prompt and the oracle SFT trajectory (``data_builders/tool_sft.py`` shapes
+the records). Tool results are rendered by the agent's ``ImageToolEnv`` (the tools GRPO trains
+with), so the cold start sees exactly the pictures and texts it will see later. It lives in the
+agent layer because it runs the agent's tools; ``python -m data_builders synthetic`` calls it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from lookcloser.agent.environments import ENVIRONMENTS
+from lookcloser.agent.environments import tool_schemas as env_tool_schemas
+from lookcloser.agent.toolkit import call_failed
+from lookcloser.data_builders.synthetic import SyntheticConfig, SyntheticItem
+from lookcloser.data_builders.tool_sft import final_message, user_message
+
+
+def tool_schemas(environment: str = "tir_bench") -> list[dict]:
+    """JSON schemas of an environment's tools (``agent.environments.ENVIRONMENTS``), exactly as TRL's
+    GRPO and ``agent.loop`` show them to the model."""
+    return env_tool_schemas(ENVIRONMENTS[environment])
+
+
+def oracle_trajectory(item: SyntheticItem, out_dir: str | Path, environment: str = "tir_bench") -> dict:
+    """Run the oracle's tool calls through the tool environment; return one SFT record.
+
+    Tool-result images are saved as ``oracle/{id:06d}_{k}.png`` under ``out_dir``.
+    """
+    out_dir = Path(out_dir)
+    env = ENVIRONMENTS[environment]()
+    observation = env.reset(images=[str(p) for p in item.image_paths])
+    messages = [user_message(len(item.image_paths), item.record["prompt"])]
+    if observation:
+        # TRL's GRPO appends the environment's reset observation (the image sizes) to the prompt as
+        # a text block; the cold-start SFT prompt must read exactly the same.
+        messages[0]["content"].append({"type": "text", "text": observation})
+    images = [str(p) for p in item.image_paths]
+    for step in item.steps:
+        calls = [{"type": "function", "function": {"name": name, "arguments": args}} for name, args in step.calls]
+        messages.append({"role": "assistant", "content": f"<think>{step.think}</think>", "tool_calls": calls})
+        for name, args in step.calls:
+            result = env._call_tool(name, args)
+            if call_failed(result):  # the oracle itself is wrong
+                raise RuntimeError(
+                    f"oracle call {name}({args}) failed on item {item.record['id']}: {result}")
+            path = out_dir / "oracle" / f"{item.record['id']:06d}_{len(images) - len(item.image_paths) + 1}.png"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            blocks = []
+            for block in result:
+                if block["type"] == "image":
+                    block["image"].save(path)
+                    images.append(str(path))
+                    blocks.append({"type": "image"})
+                else:
+                    blocks.append({"type": "text", "text": block["text"]})
+            messages.append({"role": "tool", "name": name, "content": blocks})
+    messages.append(final_message(item.final_think, item.answer_text))
+    return {"messages": messages, "images": images, "task": item.record["task"], "id": str(item.record["id"])}
+
+
+def build_synthetic(image_dir: str | Path, out_dir: str | Path, count: int, cfg: SyntheticConfig | None = None, *,
+                    fmt: str = "hf", report=None, max_pixels: int | None = None, progress: bool = True,
+                    environment: str = "tir_bench") -> dict:
+    """Write the TIR-Bench JSON + images, the GRPO prompt data set and the oracle SFT data set.
+
+    Layout: ``TIR-Bench.json`` (also as ``tir_synthetic.json``) and ``data/{task}/`` (TIR-Bench's own layout: the JSON's image
+    paths resolve from ``out_dir``), ``oracle/`` (tool-result images), ``grpo/`` and ``sft/``.
+    ``look/`` (tasks whose last tool image answers the question alone, e.g. visual_search): that
+    image and the question, for reading before calling.
+    ``environment``: the agent environment whose tools the oracle calls and the SFT ``tools`` column
+    lists (``crop`` for the tool curriculum; it must offer every tool the tasks' oracles use).
+    """
+    from tqdm import tqdm
+
+    from lookcloser.data_builders.output import DatasetWriter
+    from lookcloser.data_builders.synthetic import generate_items
+    from lookcloser.data_builders.tool_sft import grpo_features, grpo_prompt, look_record, sft_features
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tools_json = json.dumps(tool_schemas(environment))
+    records, looks = [], []
+    with DatasetWriter(out / "grpo", grpo_features(), fmt=fmt) as grpo, \
+            DatasetWriter(out / "sft", sft_features(), fmt=fmt, batch_rows=200) as sft:
+        items = generate_items(image_dir, out, count, cfg, report=report, max_pixels=max_pixels)
+        for item in tqdm(items, total=count, desc="synthetic", unit="item", disable=None if progress else True):
+            records.append(item.record)
+            grpo.add(grpo_prompt(item))
+            trajectory = {**oracle_trajectory(item, out, environment), "tools": tools_json}
+            sft.add(trajectory)
+            if (look := look_record(item, trajectory)) is not None:
+                looks.append(look)
+    if looks:  # the warm-up on tool images alone (the tool curriculum's `look` stage)
+        with DatasetWriter(out / "look", sft_features(), fmt=fmt) as look_writer:
+            for look in looks:
+                look_writer.add(look)
+    text = json.dumps(records, ensure_ascii=False, indent=1) + "\n"
+    # TIR-Bench.json: the folder is a data root that `python -m eval --benchmarks tir_bench` reads.
+    for name in ("tir_synthetic.json", "TIR-Bench.json"):
+        (out / name).write_text(text, encoding="utf-8")
+    if report is not None:
+        report.rows = len(records)
+    return {"tir_json": out / "tir_synthetic.json", "grpo": out / "grpo", "sft": out / "sft",
+            **({"look": out / "look"} if looks else {})}

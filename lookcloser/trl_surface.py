@@ -1,0 +1,177 @@
+"""Every private name of TRL and transformers that lookcloser touches, fenced in one module.
+
+lookcloser extends TRL's GRPOTrainer / SFTTrainer and transformers' Qwen3-VL processor where they
+offer no public hook (multi-turn image tool rollouts, a CPU-safe processor). Each such touch goes
+through this module, and ``tests/test_trl_surface.py`` checks that every name below still exists
+with the shape used here (signature, tuple order, attribute), so an upgrade past pyproject's pins
+(``trl>=1.16,<1.17``, ``transformers>=5.23,<5.24``) fails that test, loudly, instead of training
+wrong. Imports are lazy: importing this module loads neither torch nor TRL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections.abc import Callable, Iterator
+
+# ``GRPOTrainer._generate(prompts)`` returns this 8-tuple (TRL 1.16); read it by name, never by index.
+GENERATE_FIELDS = ("prompt_ids", "completion_ids", "tool_mask", "completions", "logprobs", "extra_fields",
+                   "images", "tool_images")
+
+# GRPOTrainer attributes holding one entry per prompt of the current rollout (set in
+# ``_generate_and_score_completions``, read in ``_generate``): a rollout in chunks slices them.
+PER_PROMPT_STATE = ("_sync_tool_dicts", "_async_tool_dicts", "_batch_environments")
+
+# GRPOTrainer's private state that LookcloserGRPOTrainer reads or extends directly.
+GRPO_ATTRIBUTES = ("_metrics", "_logs", "_tokenizer", "_env_tools", "_multi_environment", *PER_PROMPT_STATE)
+
+# Private methods we override or call: (module, class, method) -> the parameters we rely on.
+PRIVATE_METHODS = {
+    ("trl.trainer.grpo_trainer", "GRPOTrainer", "_generate"): ("self", "prompts"),
+    ("trl.trainer.grpo_trainer", "GRPOTrainer", "_generate_and_score_completions"): ("self", "inputs"),
+    ("trl.trainer.grpo_trainer", "GRPOTrainer", "_calculate_rewards"):
+        ("self", "inputs", "prompts", "completions", "completion_ids_list"),
+    ("trl.trainer.grpo_trainer", "GRPOTrainer", "_log_metric"): ("self", "name", "value"),
+    ("trl.trainer.sft_trainer", "DataCollatorForVisionLanguageModeling", "_collate_language_modeling"):
+        ("self", "examples"),
+    ("transformers", "Trainer", "_get_train_sampler"): ("self", "train_dataset"),
+}
+
+# What ``Qwen3VLProcessor.__init__`` sets on the processor; ``init_qwen3vl_processor`` sets the same.
+QWEN3VL_PROCESSOR_ATTRIBUTES = ("image_token", "video_token", "image_token_id", "video_token_id",
+                                "vision_start_token", "vision_end_token", "vision_start_token_id",
+                                "vision_end_token_id")
+
+
+# -- GRPOTrainer --
+
+def generated(out: tuple, *names: str) -> tuple:
+    """Fields of a ``_generate`` result by name.
+
+    >>> generated(tuple(range(8)), "completion_ids", "tool_images")
+    (1, 7)
+    """
+    return tuple(out[GENERATE_FIELDS.index(name)] for name in names)
+
+
+def merge_generations(outs: list[tuple]) -> tuple:
+    """Concatenate the ``_generate`` results of consecutive chunks of prompts into one result.
+
+    >>> one = ([[1]], [[2]], None, [["c"]], None, {"k": [0]}, None, [[]])
+    >>> merge_generations([one, one])[:2], merge_generations([one, one])[5]
+    (([[1], [1]], [[2], [2]]), {'k': [0, 0]})
+    """
+    fields = [dict(zip(GENERATE_FIELDS, out, strict=True)) for out in outs]
+    cat = lambda name: [x for f in fields for x in f[name]]
+    merged = {name: cat(name) for name in ("prompt_ids", "completion_ids", "completions", "tool_images")}
+    merged["tool_mask"] = None if fields[0]["tool_mask"] is None else cat("tool_mask")
+    merged["logprobs"] = None if fields[0]["logprobs"] is None else cat("logprobs")
+    merged["extra_fields"] = {k: [v for f in fields for v in f["extra_fields"][k]] for k in fields[0]["extra_fields"]}
+    if all(f["images"] is None for f in fields):
+        merged["images"] = None
+    else:
+        merged["images"] = [x for f in fields
+                            for x in (f["images"] if f["images"] is not None else [None] * len(f["prompt_ids"]))]
+    return tuple(merged[name] for name in GENERATE_FIELDS)
+
+
+def grpo_config_argument(args: tuple, kwargs: dict):
+    """The ``args`` (GRPOConfig) a GRPOTrainer is being built with, given by position or keyword."""
+    from trl import GRPOTrainer
+
+    bound = inspect.signature(GRPOTrainer.__init__).bind_partial(None, *args, **kwargs)
+    return bound.arguments.get("args")
+
+
+def tool_dicts(trainer, index: int) -> tuple[dict, dict]:
+    """The synchronous and asynchronous tool dicts TRL built for prompt ``index`` of this rollout."""
+    return trainer._sync_tool_dicts[index], trainer._async_tool_dicts[index]
+
+
+def set_sync_tool_dict(trainer, index: int, tools: dict) -> None:
+    trainer._sync_tool_dicts[index] = tools
+
+
+@contextlib.contextmanager
+def rollout_slice(trainer, begin: int, end: int) -> Iterator[None]:
+    """Narrow TRL's per-prompt rollout state to prompts ``begin:end`` (one chunk), then restore it."""
+    saved = {name: getattr(trainer, name, None) for name in PER_PROMPT_STATE}
+    try:
+        for name, value in saved.items():
+            if value is not None:
+                setattr(trainer, name, value[begin:end])
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(trainer, name, value)
+
+
+@contextlib.contextmanager
+def wrapped_parse_response(wrap: Callable[[Callable], Callable]) -> Iterator[None]:
+    """TRL's tool loop parses replies with its module-level ``parse_response``: route it through ``wrap``."""
+    from trl.trainer import grpo_trainer as trl_grpo
+
+    original = trl_grpo.parse_response
+    trl_grpo.parse_response = wrap(original)
+    try:
+        yield
+    finally:
+        trl_grpo.parse_response = original
+
+
+# -- SFTTrainer / Trainer --
+
+def is_vision_dataset(trainer) -> bool:
+    """Whether SFTTrainer saw an ``image``/``images`` column (it then uses its vision collator)."""
+    return bool(trainer._is_vision_dataset)
+
+
+def replace_train_sampler(trainer, make: Callable[[Callable], Callable]) -> None:
+    """Replace ``Trainer._get_train_sampler`` on this trainer by ``make(original)``."""
+    trainer._get_train_sampler = make(trainer._get_train_sampler)
+
+
+def score_labelled_tokens_only() -> None:
+    """Make TRL's fused LM head score only the positions that have a label, on CPU too.
+
+    TRL 1.16 compacts the hidden states to the labelled positions on Triton devices only; elsewhere
+    it scores every position, because on Neuron a varying tile shape recompiles the graph. On CPU
+    nothing recompiles, and with assistant-only loss most positions (prompt, image, padding) have no
+    label, while the head (hidden x vocab per position, then log-softmax) is the largest part of a
+    small model's step. The loss, entropy and accuracy are the same sums over the same positions.
+    Process-wide; a no-op on CUDA (already compact there).
+    """
+    import trl.trainer.utils as trl_utils
+    from trl.kernels.chunked_logprob import _use_triton
+
+    if getattr(trl_utils._use_triton, "lookcloser_compact_on_cpu", False):
+        return
+
+    def compact(device) -> bool:
+        return device.type == "cpu" or _use_triton(device)
+
+    compact.lookcloser_compact_on_cpu = True
+    trl_utils._use_triton = compact
+
+
+# -- transformers' Qwen3-VL processor --
+
+def init_qwen3vl_processor(processor, image_processor, tokenizer, chat_template=None) -> None:
+    """Initialise a ``Qwen3VLProcessor`` subclass without a video processor.
+
+    ``Qwen3VLProcessor.__init__`` requires one (torchvision's, absent on CPU machines), so it is
+    skipped: this sets the attributes it sets (``QWEN3VL_PROCESSOR_ATTRIBUTES``) and calls
+    ``ProcessorMixin.__init__`` directly.
+    """
+    from transformers import Qwen3VLProcessor
+
+    processor.image_token = getattr(tokenizer, "image_token", None) or "<|image_pad|>"
+    processor.video_token = getattr(tokenizer, "video_token", None) or "<|video_pad|>"
+    processor.image_token_id = tokenizer.convert_tokens_to_ids(processor.image_token)
+    processor.video_token_id = tokenizer.convert_tokens_to_ids(processor.video_token)
+    processor.vision_start_token = getattr(tokenizer, "vision_start_token", None) or "<|vision_start|>"
+    processor.vision_end_token = getattr(tokenizer, "vision_end_token", None) or "<|vision_end|>"
+    processor.vision_start_token_id = tokenizer.convert_tokens_to_ids(processor.vision_start_token)
+    processor.vision_end_token_id = tokenizer.convert_tokens_to_ids(processor.vision_end_token)
+    processor.video_processor = None
+    super(Qwen3VLProcessor, processor).__init__(image_processor, tokenizer, chat_template=chat_template)

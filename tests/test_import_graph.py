@@ -1,0 +1,130 @@
+"""The packages' imports point one way and form no cycle (parsed with ``ast``, nothing imported).
+
+Layers, bottom to top (docs/architecture.md): basics (``lookcloser/*.py``: recipe parsing, the TRL
+fence) -> rewards -> data_builders -> agent -> train -> eval. A module may import its own layer
+and the layers below. The command-line entry modules sit above every layer: they wire the layers
+together (``python -m data_builders synthetic`` runs the agent's tools), and nothing imports them.
+Imports inside functions count too.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+LAYERS = ("basics", "rewards", "data_builders", "agent", "train", "eval")
+ENTRY_POINTS = {
+    "lookcloser.data_builders.cli", "lookcloser.data_builders.__main__", "lookcloser.eval.__main__",
+}
+PRODUCT_ENTRY_IMPORTS_ALLOWED = {"lookcloser.data_builders.__main__": {"lookcloser.data_builders.cli"}}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    parts = parts if parts[0] == "lookcloser" else ("lookcloser", *parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for folder in ("lookcloser", *LAYERS[1:]) for p in sorted((REPO / folder).rglob("*.py"))}
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    return LAYERS.index(parts[1]) if len(parts) > 1 and parts[1] in LAYERS else 0
+
+
+def _imports(module: str, path: Path, known: set[str]) -> set[str]:
+    """The lookcloser modules ``module`` imports (``from P import name`` counts as P.name when that is
+    a module); its own parent packages are left out (Python has imported them already)."""
+    found = set()
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            subs = {f"{node.module}.{a.name}" for a in node.names} & known
+            found |= subs or {node.module}
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+    ancestors = {".".join(module.split(".")[:i]) for i in range(1, module.count(".") + 1)}
+    return {m for m in found if m in known and m != module and m not in ancestors}
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _imports(name, path, set(modules)) for name, path in modules.items()}
+
+
+def test_every_package_module_is_in_the_graph(graph):
+    assert {"lookcloser.recipes", "lookcloser.rewards.mir", "lookcloser.data_builders.mir", "lookcloser.agent.loop",
+            "lookcloser.train.grpo_lib.trainer", "lookcloser.eval.runner"} <= set(graph)
+    assert sum(len(deps) for deps in graph.values()) > 100  # the parser sees the imports
+
+
+def _upward(graph: dict[str, set[str]]) -> list[str]:
+    return [f"{m} ({LAYERS[_layer(m)]}) -> {d} ({LAYERS[_layer(d)]})"
+            for m, deps in sorted(graph.items()) if m not in ENTRY_POINTS
+            for d in sorted(deps) if _layer(d) > _layer(m)]
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components with more than one module."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+def test_imports_point_down_the_layers(graph):
+    upward = _upward(graph)
+    assert not upward, "\n".join(upward)
+
+
+def test_nothing_imports_an_entry_point(graph):
+    users = [f"{m} -> {d}" for m, deps in sorted(graph.items()) for d in sorted(deps & ENTRY_POINTS)
+             if d not in PRODUCT_ENTRY_IMPORTS_ALLOWED.get(m, set())]
+    assert not users, users
+
+
+def test_no_import_cycles(graph):
+    assert not _cycles(graph)
+
+
+def test_the_checks_catch_an_upward_import_and_a_cycle():
+    """Both rules fail on a graph that breaks them (the structure before this test existed)."""
+    bad = {"lookcloser.rewards.a": {"lookcloser.agent.b"}, "lookcloser.agent.b": {"lookcloser.rewards.a"},
+           "lookcloser.agent.models": {"lookcloser.agent.tiny_qwen3_vl", "lookcloser.recipes"},
+           "lookcloser.agent.tiny_qwen3_vl": {"lookcloser.agent.models"}, "lookcloser.recipes": set()}
+    assert _upward(bad) == ["lookcloser.rewards.a (rewards) -> lookcloser.agent.b (agent)"]
+    assert sorted(_cycles(bad)) == [["lookcloser.agent.b", "lookcloser.rewards.a"],
+                                    ["lookcloser.agent.models", "lookcloser.agent.tiny_qwen3_vl"]]

@@ -1,0 +1,133 @@
+"""Every TRL / transformers private name in ``lookcloser/trl_surface.py`` still exists with the shape
+we use: an upgrade past pyproject's pins fails here, by name, instead of training wrong."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from lookcloser import trl_surface
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _method_source_tree(cls, name: str) -> ast.FunctionDef:
+    return ast.parse(textwrap.dedent(inspect.getsource(getattr(cls, name)))).body[0]
+
+
+def _self_assignments(tree: ast.AST) -> set[str]:
+    return {t.attr for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AnnAssign))
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"}
+
+
+@pytest.mark.parametrize("where", sorted(trl_surface.PRIVATE_METHODS), ids=lambda w: f"{w[1]}.{w[2]}")
+def test_private_methods_keep_their_parameters(where):
+    module, cls_name, method = where
+    cls = getattr(importlib.import_module(module), cls_name)
+    params = tuple(inspect.signature(getattr(cls, method)).parameters)
+    assert params == trl_surface.PRIVATE_METHODS[where], f"{cls_name}.{method}{params}"
+
+
+def test_generate_returns_the_eight_named_fields():
+    from trl import GRPOTrainer
+
+    returns = [n for n in ast.walk(_method_source_tree(GRPOTrainer, "_generate")) if isinstance(n, ast.Return)]
+    assert returns, "GRPOTrainer._generate returns nothing we can read"
+    for node in returns:
+        assert isinstance(node.value, ast.Tuple)
+        assert tuple(ast.unparse(e) for e in node.value.elts) == trl_surface.GENERATE_FIELDS
+
+
+def test_grpo_private_state_is_still_set_where_we_read_it():
+    from trl import GRPOTrainer
+
+    assigned = _self_assignments(ast.parse(textwrap.dedent(inspect.getsource(GRPOTrainer))))
+    missing = [name for name in trl_surface.GRPO_ATTRIBUTES if name not in assigned]
+    assert not missing, f"GRPOTrainer no longer sets {missing}"
+    # _generate reads the per-prompt rollout state that rollout_slice() narrows to a chunk.
+    generate_text = inspect.getsource(GRPOTrainer._generate)
+    tool_loop_text = inspect.getsource(GRPOTrainer)
+    for name in trl_surface.PER_PROMPT_STATE:
+        assert f"self.{name}[" in generate_text or f"self.{name}[" in tool_loop_text, name
+
+
+def test_parse_response_is_module_level_in_the_grpo_trainer():
+    from trl.trainer import grpo_trainer as trl_grpo
+
+    assert callable(trl_grpo.parse_response)
+    assert "parse_response(" in inspect.getsource(trl_grpo.GRPOTrainer)
+    seen = []
+    with trl_surface.wrapped_parse_response(lambda original: seen.append(original) or "wrapped"):
+        assert trl_grpo.parse_response == "wrapped"
+    assert callable(trl_grpo.parse_response) and seen == [trl_grpo.parse_response]
+
+
+def test_grpo_config_argument_by_position_and_keyword():
+    from trl import GRPOTrainer
+
+    params = list(inspect.signature(GRPOTrainer.__init__).parameters)
+    assert "args" in params
+    position = params.index("args") - 1  # without self
+    config = object()
+    by_position = [None] * position + [config]
+    assert trl_surface.grpo_config_argument(tuple(by_position), {}) is config
+    assert trl_surface.grpo_config_argument(("model",), {"args": config}) is config
+    assert trl_surface.grpo_config_argument(("model",), {}) is None
+
+
+def test_sft_trainer_sets_is_vision_dataset():
+    from trl import SFTTrainer
+
+    assert "_is_vision_dataset" in _self_assignments(_method_source_tree(SFTTrainer, "__init__"))
+
+
+def test_trl_fused_head_switch_exists_and_the_patch_applies(monkeypatch):
+    import trl.trainer.utils as trl_utils
+    from trl.kernels.chunked_logprob import _use_triton
+
+    monkeypatch.setattr(trl_utils, "_use_triton", trl_utils._use_triton)  # restored after the test
+    assert list(inspect.signature(_use_triton).parameters) == ["device"]
+    assert trl_utils._use_triton is _use_triton or getattr(trl_utils._use_triton, "lookcloser_compact_on_cpu", False)
+    assert "_use_triton(" in inspect.getsource(trl_utils)  # still consulted where the head is computed
+    import torch
+
+    trl_surface.score_labelled_tokens_only()
+    assert trl_utils._use_triton(torch.device("cpu")) is True
+
+
+def test_qwen3vl_processor_init_sets_what_ours_sets():
+    from transformers import Qwen3VLProcessor
+    from transformers.processing_utils import ProcessorMixin
+
+    upstream = _self_assignments(_method_source_tree(Qwen3VLProcessor, "__init__"))
+    assert upstream == set(trl_surface.QWEN3VL_PROCESSOR_ATTRIBUTES), upstream
+    assert Qwen3VLProcessor.__mro__[1] is ProcessorMixin  # what super(Qwen3VLProcessor, ...) reaches
+    params = list(inspect.signature(ProcessorMixin.__init__).parameters)
+    assert params == ["self", "args", "kwargs"]  # sub-processors by position, chat_template by keyword
+
+
+def test_the_processor_built_by_the_fence_has_every_attribute(tiny_model_dir):
+    from lookcloser.agent.models import load_processor
+
+    processor = load_processor(str(tiny_model_dir))
+    for name in trl_surface.QWEN3VL_PROCESSOR_ATTRIBUTES:
+        assert getattr(processor, name) is not None, name
+    assert processor.image_token_id == processor.tokenizer.convert_tokens_to_ids("<|image_pad|>")
+
+
+def test_no_private_upstream_name_outside_the_fence():
+    """Product code reaches these TRL/transformers internals only through lookcloser/trl_surface.py
+    (the private methods our trainer overrides are the exception: they are its extension points)."""
+    fenced = [*(f".{n}" for n in trl_surface.PER_PROMPT_STATE), "._is_vision_dataset", "._use_triton",
+              "._get_train_sampler", "trl_grpo.parse_response", "super(Qwen3VLProcessor"]
+    offenders = [f"{path.relative_to(REPO)}: {name}"
+                 for folder in ("rewards", "data_builders", "agent", "train", "eval")
+                 for path in sorted((REPO / folder).rglob("*.py"))
+                 for name in fenced if name in path.read_text(encoding="utf-8")]
+    assert not offenders, offenders
