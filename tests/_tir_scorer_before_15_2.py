@@ -84,12 +84,12 @@ LETTER_CUE = re.compile(r"(?<![A-Za-z0-9'’])([A-J])\)?\s+(?:is|would\s+be)\s+(
 
 # module -> {name: the old object}: what the test swaps in (names imported by value included)
 PATCHES = {
-    "rewards.tir_extract": ("clean", "NUMBER", "_paragraph", "_cue_span", "last_answer_cue", "after_think",
+    "lookcloser.rewards.tir_extract": ("clean", "NUMBER", "_paragraph", "_cue_span", "last_answer_cue", "after_think",
                             "last_tag_block", "last_boxed", "read_index_set", "_read_set", "jigsaw_numbers_text",
                             "read_jigsaw", "_read_number", "_extract_from", "_tail_sentences", "read_span",
                             "_LETTER_TOKEN", "_LETTER_RUN", "LETTER_CUE"),
-    "rewards.cues": ("_LETTER_BEFORE", "LETTER_CUE"),
-    "rewards.tir_bench": ("clean", "NUMBER", "after_think", "last_boxed", "jigsaw_numbers_text",
+    "lookcloser.rewards.cues": ("_LETTER_BEFORE", "LETTER_CUE"),
+    "lookcloser.rewards.tir_bench": ("clean", "NUMBER", "after_think", "last_boxed", "jigsaw_numbers_text",
                           "_final_answers_disagree", "_strict_score"),
 }
 

@@ -53,14 +53,13 @@ def tool_run(tmp_path_factory, tiny_model_dir):
             "--output_dir", str(run[stage]), "--assistant_only_loss", "true", "--max_length", "8192",
             "--max_steps", str(steps), "--per_device_train_batch_size", "8", "--learning_rate", "3e-3",
             "--lr_scheduler_type", "cosine", "--logging_steps", "50", *common]))
-    for name, lr in (("grpo", "5e-4"), ("grpo_lr0", "0")):
+    for name, lr in (("grpo", "5e-5"), ("grpo_lr0", "0")):
         run[name] = root / name
         script, config, model_args = grpo.parse_args([
             "recipes/grpo_synthetic.yaml", "--model_name_or_path", str(run["sft"]), "--cold_start_steps", "0",
             "--dataset_path", str(data["train"] / "grpo"), "--dataset_kind", "saved", "--environment", "crop",
             "--output_dir", str(run[name]), "--max_steps", str(GRPO_STEPS if lr != "0" else 1),
-            "--learning_rate", lr, "--temperature", "0.6", "--mask_out_of_turns", "false",
-            "--reward_weights", "1.0", "0.1", "1.0", *common])
+            "--learning_rate", lr, *common])
         grpo.main(script, config, model_args)
     run["history"] = json.loads((run["grpo"] / "trainer_state.json").read_text())["log_history"]
     run["eval"] = {}
@@ -131,10 +130,10 @@ def test_the_crop_is_what_makes_the_cold_start_right(tool_run):
         assert _accuracy(ev[control]) <= 0.35, control
 
 
-# The issue's GRPO targets. Not met yet (docs/grpo.md, "Tool curriculum"): from the cold start GRPO lowers
-# held-out accuracy (sampled calls are often malformed, a failed call plus a lucky guess is still paid).
-# Kept as expected failures so that the day they pass is seen.
-NOT_YET = pytest.mark.xfail(reason="GRPO does not yet improve on the cold start (docs/grpo.md)", strict=False)
+# The issue's "GRPO >= SFT + 0.10" target. Not met (docs/grpo.md, "Tool curriculum"): the cold start that
+# GRPO keeps is already at the ceiling held out, and from a weaker one (100 steps) GRPO did not recover it.
+# Kept as an expected failure so that the day it passes is seen.
+NOT_YET = pytest.mark.xfail(reason="GRPO does not beat its cold start held out (docs/grpo.md)", strict=False)
 
 
 @NOT_YET
@@ -156,7 +155,6 @@ def test_grpo_learned_from_the_reward(tool_run):
     assert learned(grpo_acc) and not learned(control_acc)
 
 
-@NOT_YET
 def test_the_crop_is_what_makes_it_right(tool_run):
     """With tools the GRPO checkpoint beats chance by far, with successful crops; without tools or with gray
     images it is near chance."""

@@ -7,16 +7,17 @@ from lookcloser.train.curriculum import check_inputs, plan
 
 def test_tool_curriculum_plan_and_model_override(tmp_path):
     stages = plan("recipes/tool_curriculum.yaml")
-    data, sft, grpo = stages
-    assert [s.name for s in stages] == ["data", "sft", "grpo"] and not data.makes_model
-    assert sft.config["model_name_or_path"] == "lookcloser/tiny-qwen3-vl"  # not chained to the data stage
+    data, look, sft, grpo = stages
+    assert [s.name for s in stages] == ["data", "look", "sft", "grpo"] and not data.makes_model
+    assert look.config["model_name_or_path"] == "lookcloser/tiny-qwen3-vl"  # not chained to the data stage
+    assert sft.config["model_name_or_path"] == str(look.output_dir)  # the cold start starts from the look stage
     assert grpo.config["model_name_or_path"] == str(sft.output_dir) and grpo.config["environment"] == "crop"
-    assert sft.config["dataset_path"].startswith(str(data.output_dir))
-    check_inputs(stages)  # the SFT and GRPO data do not exist yet: the pending data stage writes them
+    assert all(s.config["dataset_path"].startswith(str(data.output_dir)) for s in (look, sft, grpo))
+    check_inputs(stages, pending={s.name for s in stages})  # the pending data stage writes their data
 
     other = plan("recipes/tool_curriculum.yaml", model="/models/qwen3-vl-2b")
     assert other[0].config["model_name_or_path"] == other[1].config["model_name_or_path"] == "/models/qwen3-vl-2b"
-    assert other[2].config["model_name_or_path"] == str(other[1].output_dir)
+    assert other[3].config["model_name_or_path"] == str(other[2].output_dir)
 
 
 def test_data_stage_builds_train_and_held_out_roots(tmp_path, tiny_model_dir):
