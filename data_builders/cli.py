@@ -16,6 +16,7 @@ from pathlib import Path
 
 from lookcloser.data_builders.output import FORMATS, ON_ERROR, BuildReport
 from lookcloser.data_builders.records import DEFAULT_MAX_PIXELS, RecordError
+from lookcloser.data_builders.synthetic import SyntheticConfig
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -56,8 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     syn.add_argument("--tasks", nargs="+", default=None, help="jigsaw rotation_game spot_difference visual_search ocr")
     syn.add_argument("--seed", type=int, default=0)
     syn.add_argument("--jigsaw-sizes", type=int, nargs="+", default=[2, 3])
-    syn.add_argument("--base-size", type=int, default=512)
-    syn.add_argument("--canvas-size", type=int, default=1600, help="ocr and free visual search canvases")
+    syn.add_argument("--base-size", type=int, default=SyntheticConfig.base_size)
+    syn.add_argument("--canvas-size", type=int, default=SyntheticConfig.canvas_size,
+                     help="ocr and free visual search canvases")
     syn.add_argument("--search-grid", type=int, default=3,
                      help="visual_search: the target's cell of an N x N grid is named and cropped with a "
                           "normalised box; 0: free search anywhere on --canvas-size, pixel box")
@@ -124,7 +126,7 @@ def run(args: argparse.Namespace) -> BuildReport:
             from lookcloser.agent.oracle import (
                 build_synthetic,  # runs the agent's tools: this command is an entry point
             )
-            from lookcloser.data_builders.synthetic import TASKS, SyntheticConfig
+            from lookcloser.data_builders.synthetic import TASKS
 
             cfg = SyntheticConfig(seed=args.seed, tasks=tuple(args.tasks or TASKS),
                                   jigsaw_sizes=tuple(args.jigsaw_sizes), base_size=args.base_size,

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from trl import ModelConfig, ScriptArguments
 
+from lookcloser.data_builders.synthetic import SyntheticConfig
 from lookcloser.recipes import RecipeError
 from lookcloser.train.entry import model_and_processor, peft_config, train_and_save
 from lookcloser.train.grpo_lib.trainer import LookcloserGRPOConfig
@@ -51,8 +52,11 @@ class GRPOScriptArguments(ScriptArguments):
     synthetic_seed: int = field(default=0, metadata={"help": "Seed of the synthetic tasks."})
     synthetic_tasks: list[str] | None = field(default=None, metadata={
         "help": "Subset of jigsaw, rotation_game, spot_difference, visual_search, ocr (default: all)."})
-    synthetic_base_size: int = field(default=256, metadata={"help": "Long side of jigsaw/rotation/difference images."})
-    synthetic_canvas_size: int = field(default=768, metadata={"help": "Long side of the zoom-task canvases."})
+    # The generator's defaults (data_builders.synthetic.SyntheticConfig), defined once; recipes size them.
+    synthetic_base_size: int = field(default=SyntheticConfig.base_size, metadata={
+        "help": "Long side of jigsaw/rotation/difference images."})
+    synthetic_canvas_size: int = field(default=SyntheticConfig.canvas_size, metadata={
+        "help": "Long side of the ocr and free-search canvases (the grid search sizes its canvas from the model)."})
     synthetic_dir: str | None = field(default=None, metadata={
         "help": "Where synthetic tasks are written (default: output_dir/synthetic_data; reused when settings match)."})
     max_train_samples: int | None = field(default=None, metadata={"help": "Keep only the first N rows."})
