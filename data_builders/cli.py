@@ -2,9 +2,10 @@
 
 Every command writes a Hugging Face data set (``save_to_disk`` layout, or ``--format parquet``)
 with a progress bar, then prints a summary: read N, written M, skipped K by reason.
-``--on-error fail`` (default) stops at the first bad record, naming its file, record id and
-field; ``--on-error skip`` writes each rejected record and its reason to ``--rejects``
-(default ``DIR.rejects.jsonl``), so read = written + rejected.
+``--on_error fail`` (default) stops at the first bad record, naming its file, record id and
+field; ``--on_error skip`` writes each rejected record and its reason to ``--rejects``
+(default ``DIR.rejects.jsonl``), so read = written + rejected. Flags are spelled with
+underscores like every other command's (the dashed forms, ``--on-error``, still work).
 """
 
 from __future__ import annotations
@@ -17,38 +18,39 @@ from pathlib import Path
 from lookcloser.data_builders.output import FORMATS, ON_ERROR, BuildReport
 from lookcloser.data_builders.records import DEFAULT_MAX_PIXELS, RecordError
 from lookcloser.data_builders.synthetic import SyntheticConfig
+from lookcloser.recipes import FlagParser, RecipeError
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, type=Path, help="output folder (replaced if it exists)")
     parser.add_argument("--format", choices=FORMATS, default="hf", help="hf: save_to_disk layout; parquet: shards")
-    parser.add_argument("--on-error", choices=ON_ERROR, default="fail")
+    parser.add_argument("--on_error", choices=ON_ERROR, default="fail")
     parser.add_argument("--rejects", type=Path, default=None, help="rejects JSONL (default: OUT.rejects.jsonl)")
-    parser.add_argument("--max-pixels", type=int, default=DEFAULT_MAX_PIXELS, help="refuse larger images")
-    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--max_pixels", type=int, default=DEFAULT_MAX_PIXELS, help="refuse larger images")
+    parser.add_argument("--no_progress", action="store_true")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m data_builders", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = FlagParser(prog="python -m data_builders", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
 
     mir = sub.add_parser("mir", help="MIR JSON -> SFT stages (one data set per stage)")
     mir.add_argument("path", type=Path, help="MIR JSON (all_data_rel.json)")
-    mir.add_argument("--images-root", type=Path, default=None, help="default: the JSON's folder")
+    mir.add_argument("--images_root", type=Path, default=None, help="default: the JSON's folder")
     mir.add_argument("--stages", type=int, nargs="+", default=[1, 2, 3, 4],
                      help="stages 0-4; several write OUT/stage_K, one writes OUT")
-    mir.add_argument("--faithful-upstream", action="store_true", help="reproduce upstream's img2img leak")
-    mir.add_argument("--no-check-images", action="store_true", help="skip opening the images (paths still checked)")
+    mir.add_argument("--faithful_upstream", action="store_true", help="reproduce upstream's img2img leak")
+    mir.add_argument("--no_check_images", action="store_true", help="skip opening the images (paths still checked)")
     _common(mir)
 
     it = sub.add_parser("imagenet-think", help="ImageNet-Think parquet shards -> <think> SFT")
     it.add_argument("paths", type=Path, nargs="+", help="parquet files or folders")
     it.add_argument("--generators", nargs="+", default=None, help="pair numbers to keep (default: every pair)")
-    it.add_argument("--column-map", default=None,
+    it.add_argument("--column_map", default=None,
                     help='JSON: {"1": {"think": "col", "answer": "col"}, ...} (overrides detection)')
     it.add_argument("--template", default="<think>{think}</think>{answer}")
-    it.add_argument("--batch-rows", type=int, default=256)
-    it.add_argument("--no-check-images", action="store_true")
+    it.add_argument("--batch_rows", type=int, default=256)
+    it.add_argument("--no_check_images", action="store_true")
     _common(it)
 
     syn = sub.add_parser("synthetic", help="images -> TIR-Bench-format tasks, GRPO prompts, oracle SFT")
@@ -56,14 +58,14 @@ def build_parser() -> argparse.ArgumentParser:
     syn.add_argument("--count", type=int, required=True)
     syn.add_argument("--tasks", nargs="+", default=None, help="jigsaw rotation_game spot_difference visual_search ocr")
     syn.add_argument("--seed", type=int, default=0)
-    syn.add_argument("--jigsaw-sizes", type=int, nargs="+", default=[2, 3])
-    syn.add_argument("--base-size", type=int, default=SyntheticConfig.base_size)
-    syn.add_argument("--canvas-size", type=int, default=SyntheticConfig.canvas_size,
+    syn.add_argument("--jigsaw_sizes", type=int, nargs="+", default=[2, 3])
+    syn.add_argument("--base_size", type=int, default=SyntheticConfig.base_size)
+    syn.add_argument("--canvas_size", type=int, default=SyntheticConfig.canvas_size,
                      help="ocr and free visual search canvases")
-    syn.add_argument("--search-grid", type=int, default=3,
+    syn.add_argument("--search_grid", type=int, default=3,
                      help="visual_search: the target's cell of an N x N grid is named and cropped with a "
-                          "normalised box; 0: free search anywhere on --canvas-size, pixel box")
-    syn.add_argument("--model-pixels", type=int, default=128 * 128,
+                          "normalised box; 0: free search anywhere on --canvas_size, pixel box")
+    syn.add_argument("--model_pixels", type=int, default=128 * 128,
                      help="visual_search: the model's input pixel budget (sizes the canvas and the shape)")
     syn.add_argument("--environment", default="tir_bench", choices=["tir_bench", "crop"],
                      help="agent environment whose tools the oracle uses (tir_bench: all image tools; crop)")
@@ -74,13 +76,13 @@ def build_parser() -> argparse.ArgumentParser:
     dif.add_argument("--predictions", type=Path, default=None, help='JSONL {"id": ..., "predictions": [...]}')
     dif.add_argument("--model", default=None, help="sample answers from this model instead (agent loop)")
     dif.add_argument("--samples", type=int, default=10, help="answers per question when sampling")
-    dif.add_argument("--max-new-tokens", type=int, default=512, help="per sampled answer")
-    dif.add_argument("--images-root", type=Path, default=None)
+    dif.add_argument("--max_new_tokens", type=int, default=512, help="per sampled answer")
+    dif.add_argument("--images_root", type=Path, default=None)
     dif.add_argument("--recipe", type=Path, default=None,
                      help="YAML with easy_threshold, hard_threshold, hard_share, seed (flags below override)")
-    dif.add_argument("--easy-threshold", type=float, default=None)
-    dif.add_argument("--hard-threshold", type=float, default=None)
-    dif.add_argument("--hard-share", type=float, default=None)
+    dif.add_argument("--easy_threshold", type=float, default=None)
+    dif.add_argument("--hard_threshold", type=float, default=None)
+    dif.add_argument("--hard_share", type=float, default=None)
     dif.add_argument("--seed", type=int, default=None)
     _common(dif)
     return parser
@@ -158,33 +160,11 @@ def run(args: argparse.Namespace) -> BuildReport:
     return report
 
 
-class _Parser(argparse.ArgumentParser):
-    """No abbreviated flags; a mistake is one ``error:`` line naming the closest valid flag."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, allow_abbrev=False, **kwargs)
-
-    def error(self, message):
-        import difflib
-        import re
-
-        unknown = re.search(r"unrecognized arguments: (\S+)", message)
-        if unknown:
-            flags = [o for action in self._actions for o in action.option_strings]
-            sub = [a for a in self._actions if isinstance(a, argparse._SubParsersAction)]
-            for action in sub:  # the subcommand's flags, for the suggestion
-                flags += [o for p in action.choices.values() for a in p._actions for o in a.option_strings]
-            near = difflib.get_close_matches(unknown.group(1).split("=")[0], flags, n=1)
-            message += f"; did you mean {near[0]}?" if near else ""
-        raise RecordError(self.prog, None, None, message)
-
-
 def main(argv: list[str] | None = None) -> int:
     try:
         run(build_parser().parse_args(argv))
-    except RecordError as err:
-        message = err.reason if err.record_id is None and err.source.startswith("python -m") else err
-        print(f"error: {message}", file=sys.stderr)
+    except (RecordError, RecipeError) as err:  # a bad record or a bad command line: one line, exit 2
+        print(f"error: {err}", file=sys.stderr)
         return 2
     return 0
 

@@ -7,14 +7,14 @@ family's answers are balanced exactly over its letters and the question text giv
 so without the reference context only the pixels answer (chance: 0.375).
 
     python -m data_builders.sample_mir data/mir_sample                           # seed 0, 64 records
-    python -m data_builders.sample_mir data/mir_train --seed 1 --per-family 100  # the curriculum's 400
+    python -m data_builders.sample_mir data/mir_train --seed 1 --per_family 100  # the curriculum's 400
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
+import sys
 from pathlib import Path
 
 from PIL import Image, ImageDraw
@@ -168,14 +168,21 @@ def generate_sample(out_dir: str | Path, per_family: int = 16, seed: int = 0) ->
     return path
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    from lookcloser.recipes import FlagParser, RecipeError
+
+    parser = FlagParser(prog="python -m data_builders.sample_mir", description=__doc__.splitlines()[0])
     parser.add_argument("out_dir")
-    parser.add_argument("--per-family", type=int, default=16)
+    parser.add_argument("--per_family", type=int, default=16)
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    try:
+        args = parser.parse_args(argv)
+    except RecipeError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     print(generate_sample(args.out_dir, args.per_family, args.seed))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

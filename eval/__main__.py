@@ -2,9 +2,9 @@
 
     python -m eval --model outputs/mir_stage1 --out outputs/eval            # bundled fixtures
     python -m eval --model http://127.0.0.1:8000/v1 --benchmarks tir_bench,mir,disbench,imagemining \
-        --data-root /data/bench --out outputs/eval_qwen
+        --data_root /data/bench --out outputs/eval_qwen
     python -m eval recipes/eval.yaml --model outputs/mir_stage1              # YAML recipe + overrides
-    python -m eval prepare --benchmarks tir_bench,disbench --data-root /data/bench
+    python -m eval prepare --benchmarks tir_bench,disbench --data_root /data/bench
 """
 
 from __future__ import annotations
@@ -26,16 +26,21 @@ model (its weights) and the answer-shaping settings are unchanged; --resume fals
 def _prepare(argv: list[str]) -> None:
     from lookcloser.eval.loaders import BENCHMARKS
     from lookcloser.eval.prepare import SOURCES, parse_sources, prepare
-    from lookcloser.recipes import parser_without_abbreviations
+    from lookcloser.recipes import FlagParser
 
-    parser = parser_without_abbreviations(prog="python -m eval prepare", description="Download the official files.")
+    parser = FlagParser(prog="python -m eval prepare", description="Download the official files.")
     parser.add_argument("--benchmarks", default=",".join(BENCHMARKS))
-    parser.add_argument("--data-root", "--data_root", dest="data_root", required=True)
+    parser.add_argument("--data_root", required=True)
     parser.add_argument("--source", action="append", default=[],
                         help="NAME=hf:OWNER/REPO or NAME=git:URL; defaults: "
                              + ", ".join(f"{k}={v}" for k, v in SOURCES.items()))
     args = parser.parse_args(argv)
     names = [b.strip() for b in args.benchmarks.split(",") if b.strip()]
+    unknown = [n for n in names if n not in BENCHMARKS]
+    if unknown:
+        from lookcloser.eval.config import EvalError
+
+        raise EvalError(f"--benchmarks: unknown benchmark {unknown[0]!r} (choose from {', '.join(BENCHMARKS)})")
     for name, path in prepare(names, args.data_root, parse_sources(args.source)).items():
         print(f"{name}: {path}")
 

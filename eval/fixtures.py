@@ -1,6 +1,6 @@
 """Small generated benchmarks in each official on-disk format: the embedded default's eval data.
 
-Deterministic (fixed seeds, no clock), written once into ``$LOOKCLOSER_CACHE/eval_fixtures/v1``
+Deterministic (fixed seeds, no clock), written once into ``$LOOKCLOSER_CACHE/eval_fixtures/<VERSION>``
 (or any folder) and reused. They exercise the loaders, tools and scorers with every answer shape
 the real files have; they do not measure model quality. MIR uses the bundled ``data/mir_sample``
 (the main job's training data) when present, else regenerates it.
@@ -15,11 +15,12 @@ import json
 import os
 import random
 import shutil
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-VERSION = "v2"
+VERSION = "v3"  # bump when any fixture changes: cached copies are keyed by it
 REPO_MIR_SAMPLE = Path(__file__).resolve().parents[1] / "data" / "mir_sample"
 COLOURS = {"red": (220, 30, 30), "green": (30, 160, 60), "blue": (40, 70, 220), "yellow": (235, 200, 20),
            "purple": (150, 70, 190), "white": (245, 245, 245), "gray": (128, 128, 128)}
@@ -198,56 +199,106 @@ def write_tir_bench(folder: Path, counts: dict[str, int] | None = None) -> Path:
     return folder
 
 
-# -- DISBench: two users' photo histories with events; metadata sometimes missing --
+# -- DISBench: two users' photo histories (Flickr-style ids); metadata sometimes missing or null --
+# The one DISBench fixture: the embedded eval default and the agent/GRPO tests both use it.
 
-_EVENTS = {
-    "10000001@N01": [("2019-06-14", "Paris, Île-de-France, France", (48.8566, 2.3522), "red"),
-                     ("2019-08-03", "London, England, United Kingdom", (51.5074, -0.1278), "yellow"),
-                     ("2020-03-21", "Tokyo, Japan", (35.6762, 139.6503), "yellow")],
-    "10000002@N02": [("2018-12-24", "Oslo, Norway", (59.9139, 10.7522), "green"),
-                     ("2019-07-10", "Rome, Lazio, Italy", (41.9028, 12.4964), "purple"),
-                     ("2021-05-01", "Oslo, Norway", (59.9139, 10.7522), "purple")],
+# user -> (look, events); event = (name, first photo, photos, address, (lat, lon) or None, device, colour).
+# "scene": every photo of an event is in the event's colour (queries answerable from the metadata; the
+# colour embedder finds an event by its colour). "object": the first three photos of an event show
+# an object in the event's colour, the rest another object (queries that need the images).
+_DIS_USERS = {
+    "10000001@N01": ("scene", [
+        ("paris_2020", datetime(2020, 6, 10, 9), 8, "Rue de Rivoli, Paris, Île-de-France, France",
+         (48.8606, 2.3376), "Canon EOS 80D", "red"),
+        ("lyon_2020", datetime(2020, 6, 20, 14), 4, "Place Bellecour, Lyon, France", (45.7578, 4.8320),
+         "Canon EOS 80D", "green"),
+        ("london_2019", datetime(2019, 9, 3, 11), 6, "Westminster, London, England, United Kingdom",
+         (51.5007, -0.1246), "Apple iPhone 8", "blue"),
+        ("berlin_home", datetime(2021, 1, 5, 18), 10, "Kreuzberg, Berlin, Germany", (52.4986, 13.4030),
+         "Google Pixel 4", "gray"),
+        ("paris_2021", datetime(2021, 3, 14, 10), 3, "Montmartre, Paris, France", (48.8867, 2.3431),
+         "Google Pixel 4", "yellow"),
+        ("unknown", datetime(2018, 5, 1, 8), 5, None, None, None, "purple")]),
+    "10000002@N02": ("object", [
+        ("oslo_2018", datetime(2018, 12, 24, 10), 6, "Oslo, Norway", (59.9139, 10.7522), "Nikon D750", "green"),
+        ("rome_2019", datetime(2019, 7, 10, 10), 6, "Rome, Lazio, Italy", (41.9028, 12.4964), "Nikon D750",
+         "purple"),
+        ("oslo_2021", datetime(2021, 5, 1, 10), 6, "Oslo, Norway", (59.9139, 10.7522), "Apple iPhone 12",
+         "purple")]),
 }
+# Gaps the real metadata has, by (event, photo index): "gps" (lat/lon null), "gps+device" (also no
+# accuracy or device), "time" (only a null taken_time), "all" (metadata null).
+_DIS_GAPS = {("paris_2020", 2): "gps", ("paris_2020", 5): "gps", ("unknown", 1): "time", ("unknown", 3): "all",
+             ("oslo_2018", 5): "gps+device", ("rome_2019", 5): "gps+device", ("oslo_2021", 5): "gps+device"}
 
 
-def write_disbench(folder: Path) -> Path:
-    rng = random.Random(11)
-    queries = []
-    for u, (user, events) in enumerate(_EVENTS.items()):
-        (folder / "images" / user).mkdir(parents=True, exist_ok=True)
-        (folder / "metadata").mkdir(parents=True, exist_ok=True)
-        (folder / "photo_ids").mkdir(parents=True, exist_ok=True)
-        lines, id_lines, by_event = [], [], []
-        for e, (day, address, (lat, lon), colour) in enumerate(events):
-            members = []
-            for p in range(8):
-                pid = f"{7759000000 + 1000 * u + 100 * e + p}"
-                target = p < 3  # the first three photos of an event show its coloured object
-                fill = COLOURS[colour] if target else COLOURS[rng.choice(["blue", "gray", "white"])]
-                img = _scene((96, 72), (200, 220, 235), [("circle", (20, 10, 76, 62), fill)])
-                img.save(folder / "images" / user / f"{pid}.jpg", quality=90)
-                digest = hashlib.md5((folder / "images" / user / f"{pid}.jpg").read_bytes()).hexdigest()
-                id_lines.append(f"{pid}\t{digest}")
-                meta = {"taken_time": f"{day} {10 + p:02d}:{rng.randint(0, 59):02d}:00", "longitude": lon,
-                        "latitude": lat, "accuracy": 16.0, "address": address, "capturedevice": "Canon EOS 5D"}
-                if p == 7:  # photos without GPS or device happen: handle it
-                    meta.update(longitude=None, latitude=None, accuracy=None)
-                    del meta["capturedevice"]
-                lines.append(json.dumps({"photo_id": pid, "metadata": meta}))
-                members.append((pid, target))
-            by_event.append(members)
-        (folder / "metadata" / f"{user}.jsonl").write_text("\n".join(lines) + "\n")
-        (folder / "photo_ids" / f"{user}.txt").write_text("\n".join(id_lines) + "\n")
-        first, recurring = events[0], events[1][3]
-        queries.append({"query_id": str(2 * u + 1), "user_id": user, "event_type": "intra-event",
-                        "query": f"Find the photos from the trip to {first[1].split(',')[0]} in "
-                                 f"{first[0][:7]} that show the {first[3]} balloon.",
-                        "answer": [pid for pid, t in by_event[0] if t]})
-        queries.append({"query_id": str(2 * u + 2), "user_id": user, "event_type": "inter-event",
-                        "query": f"Find every photo of my {recurring} kite, across all trips after 2019-01-01.",
-                        "answer": [pid for members in by_event[1:] for pid, t in members if t]})
-    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
-    return folder
+def _dis_metadata(event: tuple, k: int, rng: random.Random) -> dict | None:
+    name, first, _, address, gps, device, _ = event
+    gap = _DIS_GAPS.get((name, k), "")
+    if gap in ("time", "all"):
+        return {"taken_time": None} if gap == "time" else None
+    taken = first + timedelta(days=k // 3, hours=k, minutes=rng.randint(0, 59))
+    meta: dict = {"taken_time": taken.strftime("%Y-%m-%d %H:%M:%S"), "longitude": None, "latitude": None,
+                  "accuracy": 16.0}
+    if gps and "gps" not in gap:
+        meta.update(longitude=round(gps[1] - 0.001 * k, 6), latitude=round(gps[0] + 0.001 * k, 6))
+    if address:
+        meta["address"] = address
+    if device and "device" not in gap:
+        meta["capturedevice"] = device
+    if gap == "gps+device":
+        meta["accuracy"] = None
+    return meta
+
+
+def write_disbench(folder: str | Path) -> dict:
+    """Write the fixture; returns ``{"root", "users": [user ids], "events": {event: [photo ids]},
+    "shows": {event: [ids of its photos showing the event's colour]}}``."""
+    folder, rng = Path(folder), random.Random(11)
+    events: dict[str, list[str]] = {}
+    shows: dict[str, list[str]] = {}
+    for u, (user, (look, plan)) in enumerate(_DIS_USERS.items()):
+        for sub in ("images/" + user, "metadata", "photo_ids"):
+            (folder / sub).mkdir(parents=True, exist_ok=True)
+        lines, id_lines, serial = [], [], 0
+        for event in plan:
+            name, colour = event[0], COLOURS[event[6]]
+            for k in range(event[2]):
+                serial += 1
+                pid = str(7759100000 + 100000 * u + 7 * serial)
+                shown = look == "scene" or k < 3
+                if look == "scene":
+                    x = 8 + (serial * 13) % 60
+                    lighter = tuple(min(255, c + 40) for c in colour)
+                    img = _scene((96, 72), colour, [("rect", (x, 20, x + 20, 44), lighter)])
+                else:
+                    fill = colour if shown else COLOURS[rng.choice(["blue", "gray", "white"])]
+                    img = _scene((96, 72), (200, 220, 235), [("circle", (20, 10, 76, 62), fill)])
+                path = folder / "images" / user / f"{pid}.jpg"
+                img.save(path, quality=90)
+                id_lines.append(f"{pid}\t{hashlib.md5(path.read_bytes()).hexdigest()}")
+                meta = _dis_metadata(event, k, rng)
+                lines.append(json.dumps({"photo_id": pid, "metadata": meta}, ensure_ascii=False))
+                events.setdefault(name, []).append(pid)
+                if shown:
+                    shows.setdefault(name, []).append(pid)
+        (folder / "metadata" / f"{user}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        (folder / "photo_ids" / f"{user}.txt").write_text("\n".join(id_lines) + "\n", encoding="utf-8")
+    first, second = _DIS_USERS
+    queries = [
+        {"query_id": "1", "user_id": first, "event_type": "intra-event",
+         "query": "Find the photos from my trip to Paris in June 2020.", "answer": events["paris_2020"]},
+        {"query_id": "2", "user_id": first, "event_type": "inter-event",
+         "query": "Which photos did I take with the Pixel 4 in Paris?", "answer": events["paris_2021"]},
+        {"query_id": "3", "user_id": second, "event_type": "intra-event",
+         "query": "Find the photos from the trip to Oslo in 2018-12 that show the green balloon.",
+         "answer": shows["oslo_2018"]},
+        {"query_id": "4", "user_id": second, "event_type": "inter-event",
+         "query": "Find every photo of my purple kite, across all trips after 2019-01-01.",
+         "answer": shows["rome_2019"] + shows["oslo_2021"]},
+    ]
+    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries), encoding="utf-8")
+    return {"root": folder, "users": list(_DIS_USERS), "events": events, "shows": shows}
 
 
 # -- ImageMining: 2 items per domain, every answer shape (units, zh answers, alternatives) --

@@ -32,7 +32,7 @@ BENCHMARKS = ("tir_bench", "mir", "disbench", "imagemining")
 # Main data file of each layout: how a folder is recognised as that benchmark.
 DATA_FILES = {"tir_bench": "TIR-Bench.json", "mir": "all_data_rel.json", "disbench": "queries.jsonl",
               "imagemining": "data.jsonl"}
-# Folder names tried under a shared --data-root (ours first, then the upstream spelling).
+# Folder names tried under a shared --data_root (ours first, then the upstream spelling).
 FOLDER_NAMES = {"tir_bench": ("tir_bench", "TIR-Bench"), "mir": ("mir", "MIR"),
                 "disbench": ("disbench", "DISBench"), "imagemining": ("imagemining", "ImageMining")}
 # MIR's 12 subtasks in their 3 categories (docs/formats.md §1); keys are normalised subtask names.

@@ -8,7 +8,7 @@ entries that would leave the folder; then each download is put in the layout its
 MIR's images folder is found and named ``images/`` if the zip used another top folder, and an
 ImageMining download in parquet form (rows with an image column) is written out as
 ``data.jsonl`` + ``images/``. Each benchmark lands in ``DATA_ROOT/{name}``, which
-``python -m eval --data-root DATA_ROOT`` reads. Tests run this against local fakes of each hub
+``python -m eval --data_root DATA_ROOT`` reads. Tests run this against local fakes of each hub
 layout (only the hub call is replaced).
 """
 

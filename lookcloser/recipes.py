@@ -9,9 +9,11 @@ abbreviated (``--learning_rat`` is not ``--learning_rate``), and a bad value nam
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import difflib
 import inspect
+import re
 import sys
 import textwrap
 import warnings
@@ -122,22 +124,45 @@ def short_help(prog: str, dataclass_types: Sequence[type], description: str = ""
     return "\n".join(line for i, line in enumerate(lines) if line or (i and lines[i - 1])) + "\n"
 
 
-def parser_without_abbreviations(**kwargs):
-    """A plain ``argparse`` parser for our small CLIs: no abbreviated flags, one-line errors
-    (a ``RecipeError``) that name the closest valid flag."""
-    import argparse
+def _underscored(arg: str, flags: set[str]) -> str:
+    """A dashed alias as the flag it stands for; anything else unchanged.
 
-    class Parser(argparse.ArgumentParser):
-        def error(self, message):
-            import re
+    >>> _underscored("--on-error=skip", {"--on_error"}), _underscored("--on-eror", {"--on_error"})
+    ('--on_error=skip', '--on-eror')
+    """
+    name, sep, value = arg.partition("=")
+    spelled = "--" + name[2:].replace("-", "_")
+    return spelled + sep + value if name.startswith("--") and spelled in flags else arg
 
-            unknown = re.search(r"unrecognized arguments: (\S+)", message)
-            if unknown:
-                name = unknown.group(1).split("=")[0]
-                message = f"unknown flag {name}{_did_you_mean(name, list(self._option_string_actions))}"
-            raise RecipeError(message)
 
-    return Parser(allow_abbrev=False, **kwargs)
+class FlagParser(argparse.ArgumentParser):
+    """``argparse`` for our small CLIs, spelled like TRL's: flags with underscores (``--on_error``; the
+    dashed ``--on-error`` still works, a hidden alias, so nothing typed before breaks), no abbreviated
+    flags, and each mistake one ``RecipeError`` line naming the closest valid flag (a subcommand's
+    flags included). Its subparsers are FlagParsers too (argparse's default)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **{**kwargs, "allow_abbrev": False})
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        flags = set(self._all_flags())  # the subcommands' too: translated here, whatever argparse does next
+        return super().parse_known_args([_underscored(a, flags) for a in args], namespace)
+
+    def _all_flags(self) -> list[str]:
+        flags = list(self._option_string_actions)
+        for action in self._actions:  # a subparsers action's choices are its subcommands' parsers
+            choices = action.choices if isinstance(action.choices, dict) else {}
+            flags += [o for sub in choices.values() if isinstance(sub, argparse.ArgumentParser)
+                      for o in sub._option_string_actions]
+        return flags
+
+    def error(self, message):
+        unknown = re.search(r"unrecognized arguments: (\S+)", message)
+        if unknown and unknown.group(1).startswith("-"):
+            name = unknown.group(1).split("=")[0]
+            message = f"unknown flag {name}{_did_you_mean(name, self._all_flags())}"
+        raise RecipeError(message)
 
 
 def _parser_class():

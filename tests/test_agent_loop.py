@@ -16,7 +16,7 @@ from lookcloser.agent.hf_policy import HFPolicy
 from lookcloser.agent.loop import DEFAULT_SYSTEM_PROMPT, run_episodes
 from lookcloser.agent.models import TINY_MODEL_NAME, load_model, load_processor
 from lookcloser.agent.parsing import parse_assistant_text
-from testing.agent_fixtures import make_disbench
+from lookcloser.eval.fixtures import write_disbench
 from testing.scripted import ScriptedLogitsProcessor
 
 
@@ -205,14 +205,14 @@ def test_disbench_query_answered_by_a_scripted_agent(tiny, tmp_path):
 
     from lookcloser.agent.embedders import ColorHashEmbedder
 
-    fixture = make_disbench(tmp_path / "DISBench")
+    fixture = write_disbench(tmp_path / "DISBench")
     query = json.loads((fixture["root"] / "queries.jsonl").read_text().splitlines()[0])
 
     def script(turn: int, prompt: str) -> str:
         if turn == 0:
             return call("filter_metadata", start_time="2020-06-01", end_time="2020-06-30", place="Paris")
         response = prompt.rsplit("<tool_response>", 1)[1]
-        return "<answer>" + ", ".join(re.findall(r"\b9\d{6}\b", response)) + "</answer>"
+        return "<answer>" + ", ".join(re.findall(r"\b\d{10}\b", response)) + "</answer>"
 
     import functools
 
@@ -222,4 +222,4 @@ def test_disbench_query_answered_by_a_scripted_agent(tiny, tmp_path):
     assert traj.stop_reason == "answer" and traj.tool_calls == 1 and traj.tool_errors == 0
     predicted = re.search(r"<answer>(.*)</answer>", traj.final_response).group(1).split(", ")
     assert set(predicted) == set(query["answer"])
-    assert "Photo collection of user u1: 36 photos" in traj.messages[1]["content"][-1]["text"]
+    assert f"Photo collection of user {fixture['users'][0]}: 36 photos" in traj.messages[1]["content"][-1]["text"]

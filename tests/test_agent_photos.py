@@ -1,4 +1,5 @@
-"""DISBench tools over a generated collection in the official layout (testing.agent_fixtures.make_disbench)."""
+"""DISBench tools over a generated collection in the official layout (lookcloser.eval.fixtures.write_disbench:
+the one DISBench fixture, also the embedded eval default)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,12 @@ from lookcloser.agent import embedders
 from lookcloser.agent.environments import PhotoCollectionEnv
 from lookcloser.agent.photos import load_collection
 from lookcloser.agent.toolkit import is_error
-from testing.agent_fixtures import make_disbench
+from lookcloser.eval.fixtures import write_disbench
 
 
 @pytest.fixture(scope="module")
 def disbench(tmp_path_factory):
-    return make_disbench(tmp_path_factory.mktemp("DISBench"))
+    return write_disbench(tmp_path_factory.mktemp("DISBench"))
 
 
 @pytest.fixture
@@ -30,18 +31,18 @@ def env(disbench, tmp_path):
 
 
 def ids_in(text: str) -> list[str]:
-    return re.findall(r"\b9\d{6}\b", text)
+    return re.findall(r"\b\d{10}\b", text)  # Flickr-style photo ids
 
 
-def start(env, disbench, user="u1") -> str:
+def start(env, disbench, user: int = 0) -> str:
     from lookcloser.agent.photo_env import _COLLECTIONS
 
     _COLLECTIONS._items.clear()  # each test builds (or loads) its own index
-    return env.reset(user_id=user, data_root=str(disbench["root"]), query="...")
+    return env.reset(user_id=disbench["users"][user], data_root=str(disbench["root"]), query="...")
 
 
 def test_metadata_with_missing_fields_is_read(disbench):
-    collection = load_collection(disbench["root"], "u1")
+    collection = load_collection(disbench["root"], disbench["users"][0])
     assert len(collection.photos) == 36
     unknown = [collection.photos[p] for p in disbench["events"]["unknown"]]
     assert [p.taken is None for p in unknown] == [False, True, False, True, False]
@@ -53,7 +54,7 @@ def test_metadata_with_missing_fields_is_read(disbench):
 def test_filter_query_answered_through_the_tools(env, disbench):
     """Query q1, "my trip to Paris in June 2020", answered exactly by a time + place filter."""
     overview = start(env, disbench)
-    assert "36 photos" in overview and "user u1" in overview
+    assert "36 photos" in overview and f"user {disbench['users'][0]}" in overview
     queries = [json.loads(line) for line in (disbench["root"] / "queries.jsonl").read_text().splitlines()]
     gold = set(queries[0]["answer"])
     result = env.filter_metadata(start_time="2020-06", end_time="2020-06-30", place="paris")
@@ -63,6 +64,18 @@ def test_filter_query_answered_through_the_tools(env, disbench):
     env.save_subset(name="paris_all", photo_ids=ids_in(env.filter_metadata(place="Paris")))
     pixel = env.filter_metadata(device="pixel 4", subset="paris_all")
     assert set(ids_in(pixel)) == set(queries[1]["answer"])
+    assert env.tool_errors == 0
+
+
+def test_object_query_needs_the_photos_after_the_metadata(env, disbench):
+    """Query 3 (second user): the metadata finds the Oslo 2018 trip, only the images find the green balloon."""
+    start(env, disbench, user=1)
+    queries = [json.loads(line) for line in (disbench["root"] / "queries.jsonl").read_text().splitlines()]
+    assert queries[2]["user_id"] == disbench["users"][1]
+    trip = ids_in(env.filter_metadata(start_time="2018-12", end_time="2018-12-31", place="oslo"))
+    assert set(trip) == set(disbench["events"]["oslo_2018"]) and len(trip) == 6  # gold is 3 of these
+    hits = ids_in(env.image_search(query="green balloon", top_k=3, subset="last_filter"))
+    assert set(hits) == set(queries[2]["answer"]) == set(disbench["shows"]["oslo_2018"])
     assert env.tool_errors == 0
 
 
@@ -135,17 +148,19 @@ def test_index_is_cached_on_disk_and_reused(disbench, tmp_path):
             CountingEmbedder.images_embedded += len(images)
             return super().embed_images(images)
 
-    collection = load_collection(disbench["root"], "u2")
+    user = disbench["users"][1]
+    collection = load_collection(disbench["root"], user)
+    assert len(collection.photos) == 18
     index, cached = embedders.build_or_load_index(collection, CountingEmbedder(), tmp_path)
-    assert not cached and CountingEmbedder.images_embedded == 4
-    assert len(list(tmp_path.glob("u2-*.npz"))) == 1
+    assert not cached and CountingEmbedder.images_embedded == 18
+    assert len(list(tmp_path.glob(f"{user}-*.npz"))) == 1
     again, cached = embedders.build_or_load_index(collection, CountingEmbedder(), tmp_path)
-    assert cached and CountingEmbedder.images_embedded == 4
+    assert cached and CountingEmbedder.images_embedded == 18
     np.testing.assert_array_equal(index.vectors, again.vectors)
-    photo = collection.image_path("u2p0")
+    photo = collection.image_path(disbench["events"]["oslo_2018"][0])
     os.utime(photo, ns=(photo.stat().st_atime_ns, photo.stat().st_mtime_ns + 10**9))  # a changed photo rebuilds
     _, cached = embedders.build_or_load_index(collection, CountingEmbedder(), tmp_path)
-    assert not cached and CountingEmbedder.images_embedded == 8
+    assert not cached and CountingEmbedder.images_embedded == 36
 
 
 def test_env_instances_share_one_index_per_user(disbench, tmp_path):
@@ -154,13 +169,13 @@ def test_env_instances_share_one_index_per_user(disbench, tmp_path):
     _COLLECTIONS._items.clear()
     first, second = (PhotoCollectionEnv(embedder=embedders.ColorHashEmbedder(), cache_dir=str(tmp_path))
                      for _ in range(2))
-    first.reset(user_id="u2", data_root=str(disbench["root"]))
+    first.reset(user_id=disbench["users"][1], data_root=str(disbench["root"]))
     assert first.index_from_cache is False
-    second.reset(user_id="u2", data_root=str(disbench["root"]))
+    second.reset(user_id=disbench["users"][1], data_root=str(disbench["root"]))
     assert second._index is first._index
     _COLLECTIONS._items.clear()  # a new process: the disk cache answers
     third = PhotoCollectionEnv(embedder=embedders.ColorHashEmbedder(), cache_dir=str(tmp_path))
-    third.reset(user_id="u2", data_root=str(disbench["root"]))
+    third.reset(user_id=disbench["users"][1], data_root=str(disbench["root"]))
     assert third.index_from_cache is True
 
 
@@ -171,7 +186,7 @@ def test_reset_refuses_bad_rows(disbench, tmp_path):
     with pytest.raises(ValueError, match="user_id"):
         env.reset(query="no user")
     with pytest.raises(RecordError, match="user_id"):
-        env.reset(user_id="../u1", data_root=str(disbench["root"]))
+        env.reset(user_id=f"../{disbench['users'][0]}", data_root=str(disbench["root"]))
     with pytest.raises(RecordError, match="not found"):
         env.reset(user_id="ghost", data_root=str(disbench["root"]))
 
@@ -200,11 +215,14 @@ def test_transformers_embedder_plumbing(disbench, tmp_path):
     from lookcloser.agent.photo_env import _COLLECTIONS
 
     _COLLECTIONS._items.clear()
-    env.reset(user_id="u2", data_root=str(disbench["root"]))
-    assert env._index.vectors.shape == (4, 16)
+    env.reset(user_id=disbench["users"][1], data_root=str(disbench["root"]))
+    assert env._index.vectors.shape == (18, 16)
     np.testing.assert_allclose(np.linalg.norm(env._index.vectors, axis=1), 1.0, rtol=1e-5)
     result = env.image_search(query="a dark photo", top_k=2)
-    assert len(re.findall(r"u2p\d", result)) == 2 and env.tool_errors == 0
+    hits = ids_in(result)
+    second_user = {p for e in ("oslo_2018", "rome_2019", "oslo_2021") for p in disbench["events"][e]}
+    assert len(hits) == 2 and set(hits) <= second_user
+    assert env.tool_errors == 0
 
 
 def test_upstream_tool_names_run_the_same_tools(env, disbench, tmp_path):

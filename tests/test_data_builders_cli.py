@@ -52,8 +52,8 @@ def _bad_records(good: dict) -> dict[str, dict | str]:
 
 
 def _mir_args(mir_dir: Path, data: str, out: str, *extra: str) -> list[str]:
-    return ["mir", str(mir_dir / data), "--images-root", str(mir_dir / "images"), "--out", str(mir_dir / out),
-            "--max-pixels", "20000", "--no-progress", *extra]
+    return ["mir", str(mir_dir / data), "--images_root", str(mir_dir / "images"), "--out", str(mir_dir / out),
+            "--max_pixels", "20000", "--no_progress", *extra]
 
 
 def test_mir_writes_one_dataset_per_stage(mir_dir, capsys):
@@ -98,7 +98,7 @@ def test_skip_mode_rejects_every_bad_record_and_counts_reconcile(mir_dir, capsys
     good = json.loads((mir_dir / "good.json").read_text())
     bad = _bad_records(good[0])
     (mir_dir / "mixed.json").write_text(json.dumps([*good[:2], *bad.values(), *good[2:]]))
-    assert main(_mir_args(mir_dir, "mixed.json", "out", "--on-error", "skip", "--stages", "1")) == 0
+    assert main(_mir_args(mir_dir, "mixed.json", "out", "--on_error", "skip", "--stages", "1")) == 0
     out = capsys.readouterr().out
     n_bad = len(bad)
     assert f"read {4 + n_bad} records, written 4 (4 rows), skipped {n_bad}" in out
@@ -127,6 +127,6 @@ def test_symlinks_out_of_the_root_are_refused(mir_dir, capsys):
     records = [dict(good, id=f"r{i}", images=[rel], question="Which colour is <image>?")
                for i, rel in enumerate(["link_out.png", "dir_out/secret.png", "link_in.png"])]
     (mir_dir / "links.json").write_text(json.dumps(records))
-    assert main(_mir_args(mir_dir, "links.json", "out", "--on-error", "skip", "--stages", "1")) == 0
+    assert main(_mir_args(mir_dir, "links.json", "out", "--on_error", "skip", "--stages", "1")) == 0
     assert "written 1 (1 rows), skipped 2\n  image outside data root: 2" in capsys.readouterr().out
     assert load_output(mir_dir / "out")["id"] == ["r2"]

@@ -64,7 +64,7 @@ def test_difficulty_from_predictions_file(records, tmp_path, capsys):
     recipe.write_text("easy_threshold: 0.7\nhard_threshold: 0.3\nhard_share: 0.5\nseed: 3\n")
     out = tmp_path / "difficulty"
     assert main(["difficulty", str(SAMPLE), "--predictions", str(tmp_path / "preds.jsonl"), "--recipe", str(recipe),
-                 "--out", str(out), "--no-progress"]) == 0
+                 "--out", str(out), "--no_progress"]) == 0
     assert "read 64 records, written 64 (64 rows), skipped 0" in capsys.readouterr().out
     ds = load_output(out)
     rank = {"easy": 0, "medium": 1, "hard": 2}
@@ -86,10 +86,10 @@ def test_difficulty_from_predictions_file(records, tmp_path, capsys):
 
 def test_missing_predictions_reject_or_fail(records, tmp_path, capsys):
     _predictions(records[:60], tmp_path / "preds.jsonl")
-    args = ["difficulty", str(SAMPLE), "--predictions", str(tmp_path / "preds.jsonl"), "--no-progress"]
+    args = ["difficulty", str(SAMPLE), "--predictions", str(tmp_path / "preds.jsonl"), "--no_progress"]
     assert main([*args, "--out", str(tmp_path / "fail")]) == 2
     assert "record 'count_012', field 'predictions': no predictions for this record id" in capsys.readouterr().err
-    assert main([*args, "--out", str(tmp_path / "skip"), "--on-error", "skip"]) == 0
+    assert main([*args, "--out", str(tmp_path / "skip"), "--on_error", "skip"]) == 0
     out = capsys.readouterr().out
     assert "read 64 records, written 60 (60 rows), skipped 4" in out and "no predictions: 4" in out
     assert len((tmp_path / "skip.rejects.jsonl").read_text().splitlines()) == 4
@@ -98,7 +98,7 @@ def test_missing_predictions_reject_or_fail(records, tmp_path, capsys):
 def test_bad_predictions_line(records, tmp_path, capsys):
     (tmp_path / "preds.jsonl").write_text('{"id": "colour_000", "predictions": "B"}\n')
     assert main(["difficulty", str(SAMPLE), "--predictions", str(tmp_path / "preds.jsonl"),
-                 "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+                 "--out", str(tmp_path / "out"), "--no_progress"]) == 2
     assert "record 'colour_000', field 'predictions': must be a list of strings" in capsys.readouterr().err
 
 
@@ -106,8 +106,8 @@ def test_sampling_a_model_through_the_agent_loop(records, tmp_path, capsys):
     """The model path end to end on the tiny model: k answers per question, then the same pipeline."""
     (tmp_path / "three.json").write_text(json.dumps(records[:3]))
     out = tmp_path / "sampled"
-    assert main(["difficulty", str(tmp_path / "three.json"), "--images-root", str(SAMPLE.parent),
-                 "--model", "lookcloser/tiny-qwen3-vl", "--samples", "2", "--max-new-tokens", "8", "--out", str(out), "--no-progress"]) == 0
+    assert main(["difficulty", str(tmp_path / "three.json"), "--images_root", str(SAMPLE.parent),
+                 "--model", "lookcloser/tiny-qwen3-vl", "--samples", "2", "--max_new_tokens", "8", "--out", str(out), "--no_progress"]) == 0
     assert "read 3 records, written 3 (3 rows), skipped 0" in capsys.readouterr().out
     lines = [json.loads(x) for x in (tmp_path / "sampled.predictions.jsonl").read_text().splitlines()]
     assert [x["id"] for x in lines] == [r["id"] for r in records[:3]]
@@ -141,8 +141,8 @@ def test_model_sampling_path_writes_predictions_and_levels(tmp_path, tiny_model_
     mir = tmp_path / "mir.json"
     mir.write_text(json.dumps(records))
     out = tmp_path / "levels"
-    code = main(["difficulty", str(mir), "--model", str(tiny_model_dir), "--samples", "2", "--max-new-tokens", "4",
-                 "--images-root", str(SAMPLE.parent), "--out", str(out), "--no-progress"])
+    code = main(["difficulty", str(mir), "--model", str(tiny_model_dir), "--samples", "2", "--max_new_tokens", "4",
+                 "--images_root", str(SAMPLE.parent), "--out", str(out), "--no_progress"])
     assert code == 0
     preds = [json.loads(line) for line in (tmp_path / "levels.predictions.jsonl").read_text().splitlines()]
     assert sorted(p["id"] for p in preds) == sorted(str(r["id"]) for r in records)

@@ -45,11 +45,11 @@ def shards(tmp_path: Path) -> Path:
 
 
 def _run(*argv: str) -> int:
-    return main(["imagenet-think", *argv, "--no-progress"])
+    return main(["imagenet-think", *argv, "--no_progress"])
 
 
 def test_both_generators_cleaned_targets_and_default_prompt(shards, tmp_path, capsys):
-    assert _run(str(shards), "--out", str(tmp_path / "out"), "--batch-rows", "2") == 0
+    assert _run(str(shards), "--out", str(tmp_path / "out"), "--batch_rows", "2") == 0
     assert "read 16 traces, written 16 (16 rows), skipped 0" in capsys.readouterr().out
     ds = load_output(tmp_path / "out")
     assert len(ds) == 16 and ds.column_names == ["messages", "images", "id", "generator"]
@@ -78,7 +78,7 @@ def test_column_map_overrides_detection(tmp_path):
     rows = [{"image": {"bytes": _png(), "path": None}, "glm_reasoning": "<think>r</think>", "glm_final": "a"}]
     shard = _write(tmp_path / "odd.parquet", rows)
     column_map = json.dumps({"glm": {"think": "glm_reasoning", "answer": "glm_final"}})
-    assert _run(str(shard), "--out", str(tmp_path / "out"), "--column-map", column_map) == 0
+    assert _run(str(shard), "--out", str(tmp_path / "out"), "--column_map", column_map) == 0
     ds = load_output(tmp_path / "out")
     assert ds[0]["messages"][1]["content"][0]["text"] == "<think>r</think>a" and ds[0]["id"] == "odd.parquet#0"
 
@@ -93,7 +93,7 @@ def test_no_pairs_error_lists_the_columns_found(tmp_path, capsys):
 def test_bad_rows_skip_and_fail(shards, tmp_path, capsys):
     bad_rows = [_row(20, think_1="<think>   </think>"), {**_row(21), "image": {"bytes": b"garbage", "path": "x"}}]
     _write(shards / "train-00002.parquet", bad_rows)
-    assert _run(str(shards), "--out", str(tmp_path / "out"), "--on-error", "skip") == 0
+    assert _run(str(shards), "--out", str(tmp_path / "out"), "--on_error", "skip") == 0
     out = capsys.readouterr().out
     assert "read 20 traces, written 17 (17 rows), skipped 3" in out
     assert "  image does not decode: 2" in out and "  invalid think_1: 1" in out

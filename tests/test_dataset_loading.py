@@ -21,7 +21,7 @@ def mir_stage1(tmp_path_factory):
     for fmt in ("hf", "parquet"):
         out = base / fmt
         assert build(["mir", str(SAMPLE_MIR), "--stages", "1", "--format", fmt, "--out", str(out),
-                      "--no-progress"]) == 0
+                      "--no_progress"]) == 0
         outs[fmt] = out  # one stage: the folder itself
     return outs
 

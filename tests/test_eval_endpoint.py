@@ -192,7 +192,7 @@ def test_cli_with_the_yaml_recipe(fixtures, tmp_path, capsys):
     items = load_items(_config(fixtures, tmp_path, benchmarks="mir", limit=4))[0]["mir"]
     oracle = Oracle(items)
     with FakeEndpoint(lambda request, attempt: {"content": gold_response(oracle.item(request))}) as endpoint:
-        metrics = main(["recipes/eval_mir_stage1.yaml", "--model", endpoint.url, "--data-root", str(fixtures),
+        metrics = main(["recipes/eval_mir_stage1.yaml", "--model", endpoint.url, "--data_root", str(fixtures),
                         "--benchmarks", "mir", "--limit", "4", "--out", str(tmp_path / "cli")])
     assert metrics["benchmarks"]["mir"]["overall"]["accuracy"] == 1.0
     assert metrics["run"]["config"]["mir_prompt_stage"] == 1  # from the recipe

@@ -72,7 +72,7 @@ def test_learning_check_mir_accuracy_rises_from_chance_to_90_percent(tiny_model_
     from lookcloser.data_builders.sample_mir import generate_sample
 
     held_out = generate_sample(tmp_path / "held_out", per_family=16, seed=7).parent
-    recipe = ["recipes/eval_mir_stage1.yaml", "--data-root", str(held_out)]
+    recipe = ["recipes/eval_mir_stage1.yaml", "--data_root", str(held_out)]
 
     def accuracy(model, name, *extra):
         metrics = eval_main([*recipe, "--model", str(model), "--out", str(tmp_path / name), *extra])

@@ -71,24 +71,24 @@ def test_mir_questions_become_scored_prompts(sample_mir):
 
 def test_disbench_queries_open_their_collection(tmp_path):
     from lookcloser.agent.environments import PhotoCollectionEnv
+    from lookcloser.eval.fixtures import write_disbench
     from lookcloser.rewards import REGISTRY
     from lookcloser.train.grpo_lib.data import disbench_grpo_dataset
-    from testing.agent_fixtures import make_disbench
 
-    fixture = make_disbench(tmp_path / "DISBench")
+    fixture = write_disbench(tmp_path / "DISBench")
     rows = disbench_grpo_dataset(fixture["root"] / "queries.jsonl", fixture["root"])
     row = rows[0]
     env = PhotoCollectionEnv(cache_dir=str(tmp_path / "index"))
-    assert "Photo collection of user u1" in env.reset(**row)
+    assert f"Photo collection of user {fixture['users'][0]}: 36 photos" in env.reset(**row)
     gold = json.loads(row["reward_info"])["answer"]
     answer = "<answer>" + json.dumps(gold) + "</answer>"
     assert REGISTRY["disbench"]([answer], data_source=[row["data_source"]], reward_info=[row["reward_info"]]) == [1.0]
 
 
 def test_disbench_recipe_runs_on_a_generated_collection(tiny_model_dir, tmp_path):
-    from testing.agent_fixtures import make_disbench
+    from lookcloser.eval.fixtures import write_disbench
 
-    fixture = make_disbench(tmp_path / "DISBench")
+    fixture = write_disbench(tmp_path / "DISBench")
     script, config, model_args = _args(
         "recipes/grpo_disbench.yaml", "--model_name_or_path", str(tiny_model_dir), "--output_dir", str(tmp_path / "run"),
         "--dataset_path", str(fixture["root"] / "queries.jsonl"), "--disbench_root", str(fixture["root"]),

@@ -114,12 +114,86 @@ def test_eval_unknown_environment_is_one_line(capsys, monkeypatch, tiny_model_di
     assert err[-1].startswith("error: unknown environment 'nope'") and not any("Traceback" in e for e in err)
 
 
+def test_eval_prepare_unknown_benchmark_is_one_line(capsys, monkeypatch, tmp_path):
+    import sys
+
+    from lookcloser.eval.__main__ import cli
+
+    monkeypatch.setattr(sys, "argv", ["python -m eval", "prepare", "--benchmarks", "tir_bench,nope",
+                                      "--data-root", str(tmp_path)])  # the dashed alias still parses
+    with pytest.raises(SystemExit) as exit_info:
+        cli()
+    assert exit_info.value.code == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert err == ["error: --benchmarks: unknown benchmark 'nope' (choose from tir_bench, mir, disbench, imagemining)"]
+    assert not list(tmp_path.iterdir())  # checked before the first download
+
+
 def test_data_builders_flag_typo_is_one_line(capsys, tmp_path):
     from lookcloser.data_builders.cli import main
 
     assert main(["synthetic", "data/mir_sample", "--count", "2", "--out", str(tmp_path / "o"), "--sed", "3"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and "did you mean --seed?" in err[0], err
+
+
+_BUILDER_BASES = {"mir": ["x.json", "--out", "o"], "synthetic": ["imgs", "--count", "2", "--out", "o"],
+                  "difficulty": ["x.json", "--out", "o"], "imagenet-think": ["shards", "--out", "o"]}
+
+
+@pytest.mark.parametrize("command, flag, values, dest, expected", [
+    ("synthetic", "--canvas_size", ["640"], "canvas_size", 640),
+    ("synthetic", "--jigsaw_sizes", ["3", "4"], "jigsaw_sizes", [3, 4]),
+    ("mir", "--on_error", ["skip"], "on_error", "skip"),
+    ("mir", "--no_check_images", [], "no_check_images", True),
+    ("difficulty", "--hard_share=0.25", [], "hard_share", 0.25),
+    ("imagenet-think", "--batch_rows", ["8"], "batch_rows", 8),
+])
+def test_data_builders_flags_take_both_spellings(command, flag, values, dest, expected):
+    """Underscores are the spelling (like TRL's); the dashed form of earlier versions parses the same."""
+    from lookcloser.data_builders.cli import build_parser
+
+    base = [command, *_BUILDER_BASES[command]]
+    name, sep, value = flag.partition("=")
+    dashed = "--" + name[2:].replace("_", "-") + sep + value
+    underscored = build_parser().parse_args([*base, flag, *values])
+    assert getattr(underscored, dest) == expected != getattr(build_parser().parse_args(base), dest)
+    assert build_parser().parse_args([*base, dashed, *values]) == underscored
+
+
+def test_data_builders_help_lists_underscores_and_no_abbreviation(capsys):
+    from lookcloser.data_builders.cli import build_parser, main
+
+    for command in _BUILDER_BASES:
+        with pytest.raises(SystemExit) as exit_info:
+            main([command, "--help"])
+        text = capsys.readouterr().out
+        assert exit_info.value.code == 0 and "--on_error {fail,skip}" in text and "--max_pixels" in text
+        sub = build_parser()._subparsers._group_actions[0].choices[command]
+        flags = {o for a in sub._actions for o in a.option_strings if o.startswith("--")}
+        assert {f for f in flags if "_" in f} and all(f in text for f in flags)
+        assert not [w for w in text.split() if w.startswith("--") and "-" in w[2:]], text  # aliases stay hidden
+    canvas = ["synthetic", "imgs", "--count", "2", "--out", "o"]
+    for typo, near in (("--canvas", "--canvas_size"), ("--canvas-siz", "--canvas_size"), ("--on-eror", "--on_error")):
+        assert main([*canvas, typo, "640"]) == 2  # a prefix or a misspelling is never taken for the flag
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [f"error: unknown flag {typo}; did you mean {near}?"], err
+    assert main([*canvas, "--on-error", "maybe"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("error: argument --on_error: invalid choice: 'maybe'"), line
+
+
+def test_sample_mir_takes_both_spellings(tmp_path, capsys):
+    import json
+
+    from lookcloser.data_builders.sample_mir import main
+
+    for spelling in ("--per_family", "--per-family"):
+        assert main([str(tmp_path / spelling), spelling, "1"]) == 0
+        records = json.loads((tmp_path / spelling / "all_data_rel.json").read_text())
+        assert len(records) == 4  # one per family
+    assert main([str(tmp_path / "x"), "--per_famly", "1"]) == 2
+    assert capsys.readouterr().err.strip().endswith("error: unknown flag --per_famly; did you mean --per_family?")
 
 
 def test_truncated_parquet_shard_is_one_line_exit_2(capsys, tmp_path):
@@ -212,6 +286,6 @@ def test_curriculum_flag_typo_and_missing_data_are_one_line(capsys, tmp_path):
         {"name": "a", "model_name_or_path": "lookcloser/tiny-qwen3-vl", "dataset_path": str(tmp_path / "nope")}]}))
     assert main([str(recipe), "--skp", "a"]) == 2
     assert "unknown flag --skp; did you mean --skip?" in capsys.readouterr().err
-    assert main([str(recipe), "--dry-run"]) == 2  # the dry run checks the data too
+    assert main([str(recipe), "--dry_run"]) == 2  # the dry run checks the data too
     captured = capsys.readouterr()
     assert "1/1 a:" in captured.out and f"dataset_path {tmp_path / 'nope'} not found" in captured.err

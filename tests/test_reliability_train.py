@@ -95,7 +95,7 @@ def test_curriculum_reruns_a_stage_whose_inputs_changed_and_every_later_one(tmp_
     assert "mir: finished" in out and "(1/1 trained" in out
 
     def plan_lines(*args: str) -> dict[str, str]:
-        assert main([str(recipe), "--dry-run", *args]) == 0
+        assert main([str(recipe), "--dry_run", *args]) == 0
         lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[curriculum] ") and ": " in line]
         return {line.split()[2].rstrip(":"): line for line in lines if "/" in line.split()[1]}
 

@@ -1,7 +1,7 @@
 """Train a curriculum: stages in order, each from the previous stage's checkpoint, resumable.
 
     python train/curriculum.py recipes/mir_curriculum.yaml
-    python train/curriculum.py recipes/mir_curriculum.yaml --skip imagenet_think --dry-run
+    python train/curriculum.py recipes/mir_curriculum.yaml --skip imagenet_think --dry_run
     accelerate launch train/curriculum.py recipes/mir_curriculum.yaml
 
 The recipe names an ``output_dir``, ``defaults`` (recipe keys of the stage script shared by every
@@ -16,7 +16,7 @@ from (its recipe, a digest of its starting checkpoint and of its data). A rerun 
 while all three are unchanged; otherwise it trains again, and so does every stage after it (a
 stage added before finished ones, e.g. one left out with ``--skip`` before, retrains the rest).
 A stage that stopped half-way resumes from its last ``checkpoint-*`` when its inputs are the
-same. ``--dry-run`` prints what would train and why, and checks every pending stage's data.
+same. ``--dry_run`` prints what would train and why, and checks every pending stage's data.
 ``launcher`` runs each stage as a subprocess (``"accelerate launch --config_file ..."``) instead
 of in this process, for setups (DeepSpeed ZeRO-3) that should start fresh per stage; in-process
 stages get the thread setting ``accelerate launch`` gives (OMP_NUM_THREADS, default 1).
@@ -299,15 +299,15 @@ def match_launcher_threads() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from lookcloser.recipes import parser_without_abbreviations
+    from lookcloser.recipes import FlagParser
     from lookcloser.train.entry import report_error, user_error_classes
 
-    parser = parser_without_abbreviations(description=__doc__.splitlines()[0], prog="train/curriculum.py")
+    parser = FlagParser(description=__doc__.splitlines()[0], prog="train/curriculum.py")
     parser.add_argument("recipe", type=Path)
     parser.add_argument("--skip", action="append", default=[], help="leave a stage out (repeatable)")
     parser.add_argument("--model", default=None,
                         help="replace the recipe's model_name_or_path (the first stage's model; chained after)")
-    parser.add_argument("--dry-run", action="store_true",
+    parser.add_argument("--dry_run", action="store_true",
                         help="print which stages would train and why, check their data exists, and stop")
     try:
         args = parser.parse_args(argv)
