@@ -17,6 +17,8 @@ import json
 import logging
 from pathlib import Path
 
+from lookcloser.recipes import RecipeError
+
 logger = logging.getLogger(__name__)
 
 
@@ -32,24 +34,24 @@ def cold_start_dir(data_dir: Path, model: str, steps: int, learning_rate: float,
 def cold_start(script_args, training_args, model_args, data_dir: Path) -> str:
     """Train (or reuse) the cold-start checkpoint; return its folder (every rank calls it, as any Trainer)."""
     steps, lr = int(script_args.cold_start_steps), float(script_args.cold_start_learning_rate)
-    look_steps = int(getattr(script_args, "cold_start_look_steps", 0) or 0)
+    look_steps = int(script_args.cold_start_look_steps)
     target = cold_start_dir(data_dir, model_args.model_name_or_path, steps, lr, training_args.seed, look_steps)
     if (target / "config.json").is_file():
         logger.info("cold start: reusing %s", target)
         return str(target)
     start = str(model_args.model_name_or_path)
     if look_steps:
-        if not (data_dir / "look").is_dir():
-            raise FileNotFoundError(f"cold_start_look_steps: {data_dir / 'look'} is missing (only visual_search writes it)")
+        if not (data_dir / "look").is_dir():  # a recipe mistake: one error line, before any training
+            raise RecipeError(f"cold_start_look_steps: {data_dir / 'look'} is missing (only the visual_search "
+                              "task writes look records; add it to synthetic_tasks or set cold_start_look_steps: 0)")
         logger.info("cold start: %d look steps on %s", look_steps, data_dir / "look")
         start = _sft(start, data_dir / "look", target.with_name(target.name + "-look"), look_steps, lr,
-                     script_args, training_args, model_args)
+                     training_args, model_args)
     logger.info("cold start: %d SFT steps on the oracle trajectories %s -> %s", steps, data_dir / "sft", target)
-    return _sft(start, data_dir / "sft", target, steps, lr, script_args, training_args, model_args)
+    return _sft(start, data_dir / "sft", target, steps, lr, training_args, model_args)
 
 
-def _sft(start: str, dataset: Path, target: Path, steps: int, lr: float, script_args, training_args,
-         model_args) -> str:
+def _sft(start: str, dataset: Path, target: Path, steps: int, lr: float, training_args, model_args) -> str:
     from lookcloser.train import sft
 
     argv = ["--model_name_or_path", start, "--dtype", model_args.dtype or "float32",
