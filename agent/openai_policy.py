@@ -100,7 +100,7 @@ def _dropped(sock) -> bool:
     return bool(poller.poll(0))
 
 
-class _Connection(http.client.HTTPConnection):
+class _NoDelay:
     """``http.client`` sends the headers and the body in two writes: without TCP_NODELAY (which
     urllib3 sets) the body waits for the server's delayed ACK of the headers."""
 
@@ -109,12 +109,12 @@ class _Connection(http.client.HTTPConnection):
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
-class _TLSConnection(http.client.HTTPSConnection):
-    __doc__ = _Connection.__doc__
+class _Connection(_NoDelay, http.client.HTTPConnection):
+    pass
 
-    def connect(self) -> None:
-        super().connect()
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+class _TLSConnection(_NoDelay, http.client.HTTPSConnection):
+    pass
 
 
 class _TransportError(Exception):
