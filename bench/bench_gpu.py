@@ -40,7 +40,9 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))  # gpu_model sits beside this script (bench/ is no package)
 
 from gpu_model import (
+    apply_liger_kernels,
     chunked_loss,
+    fused_loss,
     kernel_profile,
     linear_weights,
     matmul_tflops,
@@ -69,6 +71,10 @@ def sft_variant(model, optimizer, config, tokenizer, weights, variant: dict, arg
 
     inputs, labels, seq_lens, grids = sft_batch(config, tokenizer, variant["batch"], args.seq_len, variant["images"],
                                                 args.image_px, device, dtype, seed=args.seed)
+    if variant["positions"]:  # M-RoPE positions computed once, as train/sft_data.py's featurized batches carry
+        inputs["position_ids"], _ = model.model.get_rope_index(
+            inputs["input_ids"], inputs["mm_token_type_ids"], inputs.get("image_grid_thw"),
+            attention_mask=inputs["attention_mask"])
     if not variant["attention_mask"]:  # no padding: without a mask SDPA may take its causal flash kernel
         del inputs["attention_mask"]
     if variant["checkpointing"]:
@@ -110,6 +116,8 @@ def _one_step(model, optimizer, inputs, labels, variant, args):
     """Forward, backward and optimizer step; returns the (detached) loss."""
     if variant["loss_impl"] == "chunked":
         loss = chunked_loss(model, inputs, labels, args.ce_chunk)
+    elif variant["loss_impl"] == "fused":
+        loss = fused_loss(model, inputs, labels)
     else:
         loss = model(**inputs, labels=labels).loss
     loss.backward()
@@ -139,14 +147,25 @@ def run_sft(args, config, tokenizer, device, dtype, peak, deadline: float) -> di
     weights = linear_weights(model)
     n_params = sum(p.numel() for p in model.parameters())
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=device.type == "cuda")
-    results = []
+    results, liger = [], None
     for spec in filter(None, args.sft_variants.split(",")):
         batch, loss, ckpt, *extra = spec.split(":")
         variant = {"batch": int(batch), "loss_impl": loss, "checkpointing": ckpt == "gc", "compile": "compile" in extra,
-                   "attention_mask": "nomask" not in extra, "images": 0 if "noimg" in extra else args.images}
+                   "attention_mask": "nomask" not in extra, "images": 0 if "noimg" in extra else args.images,
+                   "liger": "liger" in extra, "positions": "pos" in extra}
         if time.monotonic() > deadline:
             results.append({**variant, "skipped": "time budget spent"})
             continue
+        if liger and not variant["liger"]:
+            results.append({**variant, "error": "liger kernels are patched in for good: list liger variants last"})
+            continue
+        if variant["liger"] and liger is None:
+            try:
+                liger = apply_liger_kernels(model)
+            except ImportError as err:
+                results.append({**variant, "error": f"liger-kernel not importable: {err}"})
+                continue
+            print(json.dumps({"liger": liger}), file=sys.stderr, flush=True)
         if variant["compile"]:  # regional compilation: each decoder layer and vision block once
             for block in [*model.model.language_model.layers, *model.model.visual.blocks]:
                 block.compile()
@@ -159,7 +178,7 @@ def run_sft(args, config, tokenizer, device, dtype, peak, deadline: float) -> di
     del model, optimizer
     if device.type == "cuda":
         torch.cuda.empty_cache()
-    return {"parameters": n_params, "linear_weights": weights, "seq_len": args.seq_len,
+    return {"parameters": n_params, "linear_weights": weights, "liger": liger, "seq_len": args.seq_len,
             "images_per_row": args.images, "image_px": args.image_px, "variants": results}
 
 
@@ -262,8 +281,10 @@ def parse() -> argparse.Namespace:
     p.add_argument("--images", type=int, default=4, help="images per SFT row")
     p.add_argument("--image_px", type=int, default=512, help="SFT image side in pixels (512: 256 tokens)")
     p.add_argument("--sft_variants", default="2:hf:nogc:nomask,2:hf:nogc,3:chunked:nogc:nomask,8:chunked:gc:nomask",
-                   help="comma-separated batch:loss(hf|chunked):nogc|gc[:compile][:nomask][:noimg]; compile stays "
-                        "on for later variants; nomask: no attention_mask; noimg: text only")
+                   help="comma-separated batch:loss(hf|chunked|fused):nogc|gc[:compile][:nomask][:noimg][:liger][:pos]; compile "
+                        "stays on for later variants; nomask: no attention_mask; noimg: text only; liger: Liger's "
+                        "kernels (CUDA, liger-kernel installed; stays on, so list them last); fused: Liger's fused "
+                        "linear cross-entropy; pos: M-RoPE position_ids precomputed, as our SFT batches carry")
     p.add_argument("--ce_chunk", type=int, default=4096, help="tokens per lm_head/CE chunk of the chunked loss")
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--steps", type=int, default=5, help="measured SFT steps per variant")

@@ -147,6 +147,50 @@ def chunked_loss(model, inputs, labels, chunk: int):
     return total / (target != -100).sum().clamp(min=1)
 
 
+def apply_liger_kernels(model) -> dict:
+    """Liger's Triton kernels in place of unfused elementwise chains (CUDA, liger-kernel installed): text
+    RMSNorm, rotary embeddings (text and vision) and SiLU x up in the text MLP. Patched by hand, because
+    Liger 0.8.5's own Qwen3-VL patch imports an output class transformers 5.23 no longer has. The rotary
+    functions are module-level, so this cannot be undone in the same process."""
+    import types
+
+    import liger_kernel
+    from liger_kernel.ops.swiglu import LigerSiLUMulFunction
+    from liger_kernel.transformers import LigerRMSNorm
+    from liger_kernel.transformers.rope import liger_rotary_pos_emb, liger_rotary_pos_emb_vision
+    from transformers.models.qwen3_vl import modeling_qwen3_vl as qwen3_vl
+
+    qwen3_vl.apply_rotary_pos_emb = liger_rotary_pos_emb
+    qwen3_vl.apply_rotary_pos_emb_vision = liger_rotary_pos_emb_vision
+    norms = 0
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if isinstance(child, qwen3_vl.Qwen3VLTextRMSNorm):
+                fused = LigerRMSNorm(child.weight.numel(), eps=child.variance_epsilon, offset=0.0,
+                                     casting_mode="llama", in_place=False)
+                fused.weight = child.weight  # the same Parameter: the optimizer keeps stepping it
+                setattr(parent, name, fused)
+                norms += 1
+
+    def swiglu_forward(mlp, x):
+        return mlp.down_proj(LigerSiLUMulFunction.apply(mlp.gate_proj(x), mlp.up_proj(x)))
+
+    for layer in model.model.language_model.layers:
+        layer.mlp.forward = types.MethodType(swiglu_forward, layer.mlp)
+    return {"liger_kernel": getattr(liger_kernel, "__version__", "installed"), "rms_norms": norms,
+            "patched": ["rms_norm", "rope", "rope_vision", "swiglu"]}
+
+
+def fused_loss(model, inputs, labels):
+    """Causal LM loss through Liger's fused linear cross-entropy: lm_head and cross-entropy chunked in
+    one Triton kernel family, the logits never materialised."""
+    from liger_kernel.transformers import LigerFusedLinearCrossEntropyLoss
+
+    hidden = model.model(**inputs).last_hidden_state[:, :-1]
+    return LigerFusedLinearCrossEntropyLoss()(model.lm_head.weight, hidden.reshape(-1, hidden.size(-1)),
+                                              labels[:, 1:].reshape(-1))
+
+
 def kernel_profile(step) -> dict:
     """GPU time of one step by kernel family (matrix products, attention, optimizer, the rest) and the top kernels."""
     import torch
@@ -165,9 +209,10 @@ def kernel_profile(step) -> dict:
                   "attention" if any(k in name for k in ("flash", "fmha", "attention", "efficient")) else
                   "optimizer" if any(k in name for k in ("adam", "multi_tensor")) else "other")
         families[family] = families.get(family, 0) + ms
-        kernels.append((round(ms, 2), event.key[:90]))
+        kernels.append((round(ms, 2), family, event.key[:90]))
     return {"ms_by_family": {k: round(v, 1) for k, v in sorted(families.items())},
-            "top_kernels_ms": sorted(kernels, reverse=True)[:10]}
+            "top_kernels_ms": [(ms, key) for ms, _, key in sorted(kernels, reverse=True)[:10]],
+            "top_other_kernels_ms": [(ms, key) for ms, fam, key in sorted(kernels, reverse=True) if fam == "other"][:15]}
 
 
 def matmul_tflops(device, dtype) -> float | None:
