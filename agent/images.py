@@ -11,10 +11,11 @@ crop of a crop is cut from the original pixels, never from a downscaled intermed
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from PIL import Image, ImageEnhance
+from PIL import Image, ImageEnhance, ImageFile
 
 from lookcloser.agent.toolkit import ToolError
 
@@ -63,6 +64,47 @@ def open_image(path: str | Path) -> Image.Image:
     with Image.open(path) as img:
         img.load()
         return to_rgb(img)
+
+
+def open_checked_image(path: Path, *, source: str | Path = "", rid: object = None, field: str = "images",
+                       max_pixels: int = DEFAULT_MAX_PIXELS) -> Image.Image:
+    """``check_image`` then ``open_image``, reading the file once: the same checks, the same errors.
+
+    On the one open file: the pixel count before any decoding, PIL's ``verify`` where the format
+    has one of its own (PNG: every chunk's CRC; it consumes the parsed image, so a PNG is parsed
+    again from the same handle), then the decode. For other formats ``verify`` checks nothing
+    (it only closes the file), so it is skipped. When anything fails, the straightforward path
+    runs instead, so the ``RecordError`` is ``check_image``'s own (not found, over the budget,
+    does not decode) and a file that passes it but does not decode raises as ``open_image`` did.
+    """
+    from lookcloser.data_builders.records import check_image
+
+    try:
+        image = _open_once(path, max_pixels)
+    except Exception:  # noqa: BLE001 - check_image reports it below, as it always did
+        image = None
+    if image is None:
+        check_image(path, source=source, rid=rid, field=field, max_pixels=max_pixels)
+        image = open_image(path)  # passed the checks: decode, raising what open_image raised
+    return image
+
+
+def _open_once(path: Path, max_pixels: int) -> Image.Image | None:
+    """``open_checked_image``'s one read: the image, or None (or an error) when a check fails."""
+    if not path.is_file():  # missing, a folder, or a FIFO that would block the open
+        return None
+    with open(path, "rb") as fh:
+        image = Image.open(fh)
+        if image.width * image.height > max_pixels:
+            return None
+        if type(image).verify is not ImageFile.ImageFile.verify:
+            image.verify()
+            fh.seek(0)
+            image = Image.open(fh)
+        with image:
+            image.load()
+    image.filename = os.fspath(path)  # as if opened by path: file_data_url sends this file's bytes
+    return to_rgb(image)
 
 
 def fit_under_budget(width: int, height: int, max_pixels: int) -> tuple[int, int]:
@@ -267,7 +309,7 @@ def load_example_images(example: dict, max_pixels: int = DEFAULT_MAX_PIXELS) -> 
     ImageMining layout), refusing paths that leave the root; absolute paths are used as given.
     Raises ``RecordError`` for a missing or broken file.
     """
-    from lookcloser.data_builders.records import RecordError, check_image, resolve_image_path
+    from lookcloser.data_builders.records import RecordError, resolve_image_path
 
     entries = example.get("images")
     if entries is None:
@@ -299,6 +341,5 @@ def load_example_images(example: dict, max_pixels: int = DEFAULT_MAX_PIXELS) -> 
             if not resolved.exists() and root and (base / "images").is_dir():
                 resolved = resolve_image_path(base / "images", str(path), source="example", rid=rid)
             path = resolved
-        check_image(path, source="example", rid=rid, max_pixels=max_pixels)
-        images.append(open_image(path))
+        images.append(open_checked_image(path, source="example", rid=rid, max_pixels=max_pixels))
     return images

@@ -16,7 +16,13 @@ ideal is the concurrency; a server answering late inflates it, so the server's m
 request is printed beside it); the client's and the server's CPU. Medians with [min, max] over
 the repeats. Timings cover the agent loop and the prediction file (``run_benchmark``).
 
+``--parts`` instead splits the client's CPU per item (single thread, ``time.process_time``, the
+least disturbed of 5 passes over ``--parts-items`` items) into its named parts: opening the
+example's images, the tool schemas an episode gets, parsing the reply, one HTTP request and reply.
+The whole single-thread cost per item is ``--latencies 0.001 --concurrency 1``'s client CPU.
+
     python bench/bench_eval.py [--concurrency 64] [--latencies 0.2 0.02] [--repeats 3] [--baseline DIR]
+    python bench/bench_eval.py --parts [--repeats 3] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _serve(gold: dict[str, str], latency: float, conn) -> None:
     """The endpoint, in its own process as a real server would be (it must not share our GIL)."""
+    sys.path.insert(0, str(ROOT))  # testing/ is not installed: from this checkout
     from testing.fake_endpoint import FakeEndpoint
 
     def respond(request, attempt):
@@ -63,6 +70,8 @@ class _Server:
         self._conn, theirs = context.Pipe()
         self._process = context.Process(target=_serve, args=(gold, latency, theirs), daemon=True)
         self._process.start()
+        if not self._conn.poll(120):  # a server that died starting must not leave us waiting forever
+            raise SystemExit("error: the loopback endpoint did not start (its traceback is above)")
         self.url = self._conn.recv()
 
     def stats(self) -> dict:
@@ -74,10 +83,35 @@ class _Server:
         self._process.join(5)
 
 
+def import_lookcloser_from(tree: Path) -> None:
+    """Make ``lookcloser`` and its layers (``lookcloser.agent`` = ``tree/agent``, ...) ``tree``'s code.
+
+    The editable install maps those names to its own checkout whatever ``PYTHONPATH`` says, so
+    without this a baseline checkout's client silently ran ours (``client`` reports the files it ran).
+    """
+    import importlib.util
+
+    folders = {"lookcloser": tree / "lookcloser"} | {f"lookcloser.{layer}": tree / layer for layer in
+                                                     ("rewards", "data_builders", "agent", "train", "eval")}
+
+    class TreeFinder:
+        @staticmethod
+        def find_spec(name, path=None, target=None):
+            folder = folders.get(name)
+            if folder is None or not (folder / "__init__.py").is_file():
+                return None
+            return importlib.util.spec_from_file_location(name, folder / "__init__.py",
+                                                          submodule_search_locations=[str(folder)])
+
+    sys.meta_path.insert(0, TreeFinder)
+
+
 def client(url: str, data: str, concurrency: int, limit: int, out: str) -> None:
-    """One timed client run, in its own process (``--client``); the code is whichever ``eval`` and
-    ``agent`` the ``PYTHONPATH`` names (ours or ``--baseline``). Prints its JSON result."""
+    """One timed client run, in its own process (``--client``); the code is the checkout in the
+    working directory (ours or ``--baseline``). Prints its JSON result."""
+    import_lookcloser_from(Path.cwd())
     from lookcloser.agent.openai_policy import OpenAIPolicy
+    from lookcloser.eval import runner
     from lookcloser.eval.config import EvalConfig
     from lookcloser.eval.loaders import load_benchmark
     from lookcloser.eval.runner import env_factory, run_benchmark
@@ -97,8 +131,69 @@ def client(url: str, data: str, concurrency: int, limit: int, out: str) -> None:
     seconds, cpu = time.perf_counter() - begin, time.process_time() - cpu
     records = {k: {"status": r["status"], "response": r["response"]} for k, r in predictions.items()}
     print(json.dumps({"seconds": seconds, "client_cpu_s": cpu, "items": len(items), "records": records,
+                      "code": [runner.__file__, sys.modules[OpenAIPolicy.__module__].__file__],
                       "predictions_sha1": hashlib.sha1(json.dumps(sorted(records.items())).encode()).hexdigest()}),
           flush=True)
+
+
+def parts_client(url: str, data: str, n_items: int, passes: int) -> None:
+    """CPU per item of the client's named parts, single thread, in this process (``--parts-client``,
+    run in the checkout to measure): opening the example's images, the tool schemas an episode
+    gets, parsing a reply, and one HTTP request/reply (a real request body) against ``url``."""
+    import_lookcloser_from(Path.cwd())
+    from lookcloser.agent.environments import ImageToolEnv, tool_schemas
+    from lookcloser.agent.images import load_example_images
+    from lookcloser.agent.loop import build_messages
+    from lookcloser.agent.openai_policy import OpenAIPolicy
+    from lookcloser.agent.parsing import parse_assistant_text
+    from lookcloser.eval.loaders import load_benchmark
+    from lookcloser.eval.scoring import gold_response
+
+    items = load_benchmark("tir_bench", data)[:n_items]
+    examples = [it.example for it in items]
+    replies = ["Looked closely. " + gold_response(it) for it in items]  # what the bench's server answers
+    tools = tool_schemas(ImageToolEnv)
+    policy = OpenAIPolicy(url, "fake-model", timeout=30.0, max_workers=1)
+    messages = policy.to_openai_messages(build_messages(examples[0], load_example_images(examples[0])))
+    body = policy._body({"model": "fake-model", "messages": messages, "max_tokens": 512, "temperature": 0.0}, tools)
+    parts = {
+        "open_example_images": lambda: [load_example_images(ex) for ex in examples],
+        "tool_schemas": lambda: [tool_schemas(ImageToolEnv) for _ in examples],
+        "parse_reply": lambda: [parse_assistant_text(text, tools=tools) for text in replies],
+        "http_request_reply": lambda: [policy._post(body) for _ in examples],
+    }
+    result = {}
+    for name, run in parts.items():
+        run()  # warm-up: imports, caches, the connection
+        times = []
+        for _ in range(passes):
+            cpu = time.process_time()
+            run()
+            times.append(1000 * (time.process_time() - cpu) / len(examples))
+        result[name] = min(times)  # the least disturbed pass: CPU time still grows on a busy machine
+    print(json.dumps({"ms_per_item": result, "code": [sys.modules[parse_assistant_text.__module__].__file__]}))
+
+
+def parts(data: Path, args) -> dict:
+    """``parts_client`` for ours and ``--baseline``, in fresh processes, alternating, ``--repeats`` times."""
+    trees = {"ours": ROOT} | ({"baseline": Path(args.baseline).resolve()} if args.baseline else {})
+    server = _Server({}, 0.0)
+    runs: dict[str, list[dict]] = {name: [] for name in trees}
+    try:
+        for repeat in range(args.repeats):
+            for name in (list(trees) if repeat % 2 == 0 else list(trees)[::-1]):
+                command = [sys.executable, str(Path(__file__).resolve()), "--parts-client", server.url, str(data),
+                           str(args.parts_items), "5"]
+                done = subprocess.run(command, cwd=trees[name], capture_output=True, text=True, check=False)
+                if done.returncode:
+                    raise SystemExit(f"error: the parts client of {trees[name]} failed:\n{done.stderr[-3000:]}")
+                run = json.loads(done.stdout.splitlines()[-1])
+                if not all(Path(p).resolve().is_relative_to(trees[name]) for p in run["code"]):
+                    raise SystemExit(f"error: the parts client meant to run {trees[name]} ran other code")
+                runs[name].append(run["ms_per_item"])
+    finally:
+        server.stop()
+    return {name: {part: _spread(these, part, 3) for part in these[0]} for name, these in runs.items()}
 
 
 def measure(server: _Server, tree: Path, data: Path, concurrency: int, limit: int, out: Path) -> dict:
@@ -118,6 +213,8 @@ def measure(server: _Server, tree: Path, data: Path, concurrency: int, limit: in
     if ready.strip() != "ready" or child.returncode:
         raise SystemExit(f"error: the client of {tree} failed:\n{errors[-3000:]}")
     run = json.loads(result)
+    if not all(Path(path).resolve().is_relative_to(tree.resolve()) for path in run.pop("code")):
+        raise SystemExit(f"error: the client meant to run {tree} ran other code")
     requests = max(1, after["requests"] - before["requests"])
     busy = after["busy_seconds"] - before["busy_seconds"]
     run.update(items_per_s=run["items"] / run["seconds"], in_flight=busy / run["seconds"],
@@ -174,6 +271,11 @@ def main() -> None:
         logging.basicConfig(level=logging.WARNING)
         client(url, data, int(concurrency), int(limit), out)
         return
+    if len(sys.argv) > 1 and sys.argv[1] == "--parts-client":
+        url, data, n_items, passes = sys.argv[2:6]
+        logging.basicConfig(level=logging.WARNING)
+        parts_client(url, data, int(n_items), int(passes))
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--latencies", type=float, nargs="+", default=[0.2, 0.02])
@@ -182,6 +284,10 @@ def main() -> None:
                         help="root of another checkout whose client runs alternately with ours")
     parser.add_argument("--sequential-seconds", type=float, default=20.0,
                         help="the sequential baseline runs max(50, this / latency) items, measured")
+    parser.add_argument("--parts", action="store_true",
+                        help="instead: the client's CPU per item by part (images, schemas, parsing, HTTP), "
+                             "single thread, ours and --baseline alternately, --repeats times")
+    parser.add_argument("--parts-items", type=int, default=600, help="items per pass with --parts")
     args = parser.parse_args()
     if args.baseline and not (Path(args.baseline) / "eval" / "runner.py").is_file():
         parser.error(f"--baseline {args.baseline}: no eval/runner.py there")
@@ -201,7 +307,10 @@ def main() -> None:
         # The prompts are unique ("[n] ..."): the server answers each with its gold answer.
         gold = {it.example["question"]: gold_response(it) for it in items}
         runs = []
-        for latency in args.latencies:
+        if args.parts:
+            runs.append({"client_cpu_ms_per_item_by_part": parts(tmp / "tir_bench", args),
+                         "items_per_pass": min(args.parts_items, len(items))})
+        for latency in [] if args.parts else args.latencies:
             result = at_latency(latency, gold, tmp / "tir_bench", len(items), args, tmp)
             predictions = {k: {"id": k, **r} for k, r in result.pop("_records").items()}
             metrics = aggregate("tir_bench", score_predictions(items, predictions))

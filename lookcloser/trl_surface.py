@@ -154,6 +154,20 @@ def score_labelled_tokens_only() -> None:
     trl_utils._use_triton = compact
 
 
+# -- transformers' response parser --
+
+def compiled_response_template(template: dict):
+    """``template`` (a ``response_template`` dict, e.g. TRL's ``qwen3_template``) with its regexes built.
+
+    ``transformers.utils.chat_parsing.parse_response`` takes this in place of the dict, which it
+    would otherwise validate and compile again on every call (most of a short reply's parsing
+    time). ``load_response_template`` is not exported by ``transformers.utils.chat_parsing``.
+    """
+    from transformers.utils.chat_parsing.response_templates import load_response_template
+
+    return load_response_template(template)
+
+
 # -- transformers' Qwen3-VL processor --
 
 def init_qwen3vl_processor(processor, image_processor, tokenizer, chat_template=None) -> None:

@@ -187,3 +187,76 @@ def test_partial_settings_and_schemas():
     web = {s["function"]["name"] for s in tool_schemas(WebImageEnv)}
     assert web == set(schemas) | {"web_search", "fetch_page"}
     assert ENVIRONMENTS["disbench"] is PhotoCollectionEnv and ENVIRONMENTS["tir_bench"] is ImageToolEnv
+
+
+def _straight(path, max_pixels):
+    """The path load_example_images took before it read each file once: check, then open again."""
+    from lookcloser.agent.images import open_image
+    from lookcloser.data_builders.records import check_image
+
+    check_image(path, source="example", rid="r1", max_pixels=max_pixels)
+    return open_image(path)
+
+
+def _outcome(load, path, max_pixels):
+    from lookcloser.agent.openai_policy import file_data_url
+
+    try:
+        image = load(path, max_pixels)
+    except Exception as err:  # noqa: BLE001 - the error is the outcome compared
+        return ("error", type(err).__name__, str(err))
+    return ("image", image.mode, image.size, image.tobytes(), getattr(image, "filename", None),
+            file_data_url(image, 10**8))
+
+
+def test_one_open_checks_and_decodes_like_check_then_open(tmp_path, monkeypatch):
+    """open_checked_image (one open per file) gives the straightforward path's pixels, file bytes
+    sent and errors, on good files of every mode and on missing, broken and oversized ones."""
+    from lookcloser.agent.images import open_checked_image, open_image
+    from lookcloser.data_builders.records import RecordError
+
+    picture = gradient(40, 30)
+    picture.save(tmp_path / "rgb.png")
+    picture.save(tmp_path / "rgb.jpg", quality=90)
+    picture.save(tmp_path / "rgb.webp")
+    picture.convert("CMYK").save(tmp_path / "cmyk.jpg")
+    Image.new("RGBA", (20, 20), (255, 0, 0, 0)).save(tmp_path / "rgba.png")
+    picture.convert("P").save(tmp_path / "palette.gif")
+    Image.fromarray((np.arange(600).reshape(20, 30) * 100).astype(np.uint16)).save(tmp_path / "grey16.png")
+    data = (tmp_path / "rgb.png").read_bytes()
+    (tmp_path / "garbage.png").write_bytes(b"not an image at all" * 10)
+    (tmp_path / "empty.png").write_bytes(b"")
+    (tmp_path / "cut.png").write_bytes(data[: len(data) // 2])
+    (tmp_path / "cut.jpg").write_bytes((tmp_path / "rgb.jpg").read_bytes()[:-50])  # headers whole, data cut
+    idat = data.index(b"IDAT")  # flip a byte of the image data's CRC: decodes, but PNG's verify refuses it
+    crc_at = idat + 4 + int.from_bytes(data[idat - 4: idat], "big")
+    (tmp_path / "crc.png").write_bytes(data[:crc_at] + bytes([data[crc_at] ^ 0xFF]) + data[crc_at + 1:])
+    (tmp_path / "folder.png").mkdir()
+
+    names = ["rgb.png", "rgb.jpg", "rgb.webp", "cmyk.jpg", "rgba.png", "palette.gif", "grey16.png", "garbage.png",
+             "empty.png", "cut.png", "cut.jpg", "crc.png", "folder.png", "missing.png"]
+    fast = lambda path, max_pixels: open_checked_image(path, source="example", rid="r1", max_pixels=max_pixels)
+    outcomes = {}
+    for name in names:
+        for max_pixels in (10**8, 1000):  # 40x30 = 1200 pixels: over the second budget
+            ours, straight = _outcome(fast, tmp_path / name, max_pixels), _outcome(_straight, tmp_path / name, max_pixels)
+            assert ours == straight, (name, max_pixels, ours[:3], straight[:3])
+            outcomes[name, max_pixels] = ours
+    assert [n for n in names if outcomes[n, 10**8][0] == "image"] == names[:7]
+    assert outcomes["rgb.jpg", 10**8][-1].startswith("data:image/jpeg;base64,")  # the file itself is sent
+    assert outcomes["rgb.png", 1000][:2] == ("error", "RecordError")
+    assert "40x30 pixels, over 1000" in outcomes["rgb.png", 1000][2]
+    assert "does not decode" in outcomes["crc.png", 10**8][2] and open_image(tmp_path / "crc.png").size == (40, 30)
+    assert "record 'r1', field 'images': image file not found" in outcomes["missing.png", 10**8][2]
+    assert outcomes["folder.png", 10**8][2] == outcomes["missing.png", 10**8][2].replace("missing", "folder")
+    assert outcomes["cut.jpg", 10**8][1] == "OSError"  # passes the checks, fails the decode: as open_image raises
+    with pytest.raises(RecordError, match=r"record 'r1', field 'images': image .*garbage.png does not decode"):
+        fast(tmp_path / "garbage.png", 10**8)
+    from lookcloser.data_builders import records
+
+    def second_look(*args, **kwargs):
+        raise AssertionError("a good file was checked a second time")
+
+    monkeypatch.setattr(records, "check_image", second_look)  # good files never take the straightforward path
+    for name in names[:7]:
+        assert fast(tmp_path / name, 10**8).tobytes() == outcomes[name, 10**8][3]

@@ -127,3 +127,29 @@ def test_concurrent_episodes_timeouts_and_client_errors(endpoint):
     assert "sk-" not in repr(tools_only)
     thought = tools_only.to_openai_messages([{"role": "assistant", "content": "B", "reasoning_content": "hmm"}])
     assert thought[0]["content"] == "<think>\nhmm\n</think>\n\nB"
+
+
+def test_episodes_leave_the_shared_tool_schemas_as_built(endpoint, tiny_model_dir):
+    """``tool_schemas`` hands every episode the same list: nothing on the way (the loop, this policy's
+    request bodies and parsing with typed arguments, the chat template HFPolicy renders) changes it."""
+    import copy
+
+    from transformers.utils import get_json_schema
+
+    from lookcloser.agent.environments import tool_schemas
+    from lookcloser.agent.models import load_processor
+    from lookcloser.agent.toolkit import tool_names
+
+    shared = tool_schemas(ImageToolEnv)
+    built = json.loads(json.dumps([get_json_schema(getattr(ImageToolEnv, n)) for n in tool_names(ImageToolEnv)]))
+    assert shared == built
+    before = copy.deepcopy(shared)
+    policy = OpenAIPolicy(endpoint, "tiny", backoff=0.01)
+    examples = [{"question": f"Which colour {k}?", "images": [Image.new("RGB", (64, 48), "blue")]} for k in range(3)]
+    trajs = run_episodes(policy, ImageToolEnv, examples, max_turns=5)
+    assert [(t.stop_reason, t.tool_calls, t.tool_errors) for t in trajs] == [("answer", 2, 0)] * 3
+    processor = load_processor(str(tiny_model_dir))
+    rendered = processor.apply_chat_template(trajs[0].messages[:2], tools=shared, tokenize=False,
+                                             add_generation_prompt=True)
+    assert '"name": "view_image"' in rendered
+    assert tool_schemas(ImageToolEnv) is shared and shared == before == built

@@ -86,6 +86,72 @@ def test_request_bodies_equal_json_dumps():
     assert policy._body({**payload, "tools": "x", "n": 1}, tools) == json.dumps({**payload, "tools": tools, "n": 1}).encode()
 
 
+def _scripted_server(replies: list[tuple[bytes, bool]]):
+    """A raw loopback TCP server answering request k with ``replies[k]`` (bytes, then close or not):
+    replies no HTTP library on the server side writes. Returns (port, requests seen, connections)."""
+    import re
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    seen, connections, pending = [], [], list(replies)
+
+    def serve():
+        with listener:
+            while pending:
+                conn, _ = listener.accept()
+                connections.append(conn)
+                with conn, conn.makefile("rb") as reader:
+                    while pending:
+                        head = b""
+                        while (line := reader.readline()) not in (b"\r\n", b""):
+                            head += line
+                        if not head:
+                            break  # the client closed this connection
+                        seen.append((head, reader.read(int(re.search(rb"Content-Length: (\d+)", head)[1]))))
+                        reply, close = pending.pop(0)
+                        conn.sendall(reply)
+                        if close:
+                            break
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener.getsockname()[1], seen, connections
+
+
+def test_replies_in_chunks_after_1xx_to_the_close_and_broken_ones():
+    """The client's own HTTP/1.1 reply reader on replies a vLLM behind a proxy may send, and on
+    broken ones (an error naming what broke, never a hang)."""
+    def reply(body: bytes, *lines: str, status: str = "HTTP/1.1 200 OK") -> bytes:
+        return ("\r\n".join([status, "Content-Type: application/json", *lines]) + "\r\n\r\n").encode() + body
+
+    def answer(text: str) -> bytes:
+        return json.dumps({"choices": [{"message": {"content": text}, "finish_reason": "stop"}]}).encode()
+
+    chunked = answer("one")
+    chunks = b"".join(b"%x;ext=1\r\n%s\r\n" % (len(chunked[i:i + 7]), chunked[i:i + 7])
+                      for i in range(0, len(chunked), 7)) + b"0\r\nX-Trailer: t\r\n\r\n"
+    port, seen, connections = _scripted_server([
+        (reply(chunks, "Transfer-Encoding: chunked"), False),
+        (b"HTTP/1.1 100 Continue\r\n\r\n" + reply(answer("two"), f"Content-Length: {len(answer('two'))}"), False),
+        (reply(answer("three"), f"Content-Length: {len(answer('three'))}", "Connection: close"), True),
+        (reply(answer("four"), status="HTTP/1.0 200 OK"), True),  # no length: the body ends at the close
+        (b"HTTP/1.1 2x0 OK\r\n\r\n", True),
+        (reply(answer("six")[:20], "Content-Length: 999"), True),
+        (reply(answer("seven"), f"Content-Length: {len(answer('seven'))}"), False),
+    ])
+    policy = OpenAIPolicy(f"http://127.0.0.1:{port}/v1", "m", api_key_env="", retries=0, timeout=5)
+    turns = [policy.generate([_episode(f"q{k}")], 8)[0] for k in range(7)]
+    assert [t.message["content"] for t in turns[:4]] == ["one", "two", "three", "four"]
+    assert [t.error for t in turns[:4]] == [None] * 4
+    assert "BadStatusLine" in turns[4].error and "IncompleteRead" in turns[5].error
+    assert turns[6].error is None and turns[6].message["content"] == "seven"
+    assert len(connections) == 5  # kept alive until a reply said otherwise or broke
+    head, body = seen[0]
+    assert head.startswith(b"POST /v1/chat/completions HTTP/1.1\r\n")
+    assert f"Host: 127.0.0.1:{port}\r\n".encode() in head and b"Accept-Encoding: identity\r\n" in head
+    assert json.loads(body)["messages"][0]["content"] == [{"type": "text", "text": "q0"}]
+
+
 def test_prediction_store_appends_through_one_handle_and_heals_a_torn_line(tmp_path):
     path = tmp_path / "predictions.jsonl"
     path.write_text('{"id": "1", "status": "ok"}\n{"id": "2", "sta', encoding="utf-8")  # killed mid-write

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import re
 import textwrap
 from pathlib import Path
 
@@ -121,11 +122,33 @@ def test_the_processor_built_by_the_fence_has_every_attribute(tiny_model_dir):
     assert processor.image_token_id == processor.tokenizer.convert_tokens_to_ids("<|image_pad|>")
 
 
+def test_a_compiled_response_template_is_used_as_is_and_parses_like_the_dict():
+    from transformers.utils.chat_parsing import parse_response
+    from transformers.utils.chat_parsing.response_templates import load_response_template
+    from trl.chat_template_utils import qwen3_template
+
+    compiled = trl_surface.compiled_response_template(qwen3_template)
+    assert load_response_template(compiled) is compiled  # what saves rebuilding the regexes per call
+    assert list(inspect.signature(parse_response).parameters) == ["text", "response_template", "prefix", "tools"]
+    tools = [{"type": "function", "function": {"name": "crop", "parameters": {
+        "type": "object", "properties": {"image_index": {"type": "integer"}}}}}]
+    for text in ['<think>a</think>b<tool_call>{"name": "crop", "arguments": {"image_index": "2"}}</tool_call>',
+                 "plain<|im_end|>", "<tool_call>{bad</tool_call>", ""]:
+        for kwargs in ({"prefix": "<|im_start|>assistant\n"}, {"prefix": "", "tools": tools}):
+            try:
+                expected = parse_response(text, qwen3_template, **kwargs)
+            except ValueError as err:
+                with pytest.raises(type(err), match=re.escape(str(err))):
+                    parse_response(text, compiled, **kwargs)
+                continue
+            assert parse_response(text, compiled, **kwargs) == expected, text
+
+
 def test_no_private_upstream_name_outside_the_fence():
     """Product code reaches these TRL/transformers internals only through lookcloser/trl_surface.py
     (the private methods our trainer overrides are the exception: they are its extension points)."""
     fenced = [*(f".{n}" for n in trl_surface.PER_PROMPT_STATE), "._is_vision_dataset", "._use_triton",
-              "._get_train_sampler", "trl_grpo.parse_response", "super(Qwen3VLProcessor"]
+              "._get_train_sampler", "trl_grpo.parse_response", "super(Qwen3VLProcessor", "load_response_template"]
     offenders = [f"{path.relative_to(REPO)}: {name}"
                  for folder in ("rewards", "data_builders", "agent", "train", "eval")
                  for path in sorted((REPO / folder).rglob("*.py"))
