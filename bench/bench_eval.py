@@ -136,6 +136,12 @@ def client(url: str, data: str, concurrency: int, limit: int, out: str) -> None:
           flush=True)
 
 
+def _check_ran(tree: Path, files: list[str], who: str) -> None:
+    """Refuse a run whose code came from outside ``tree`` (the checkout it was meant to measure)."""
+    if not all(Path(path).resolve().is_relative_to(tree.resolve()) for path in files):
+        raise SystemExit(f"error: the {who} meant to run {tree} ran other code")
+
+
 def parts_client(url: str, data: str, n_items: int, passes: int) -> None:
     """CPU per item of the client's named parts, single thread, in this process (``--parts-client``,
     run in the checkout to measure): opening the example's images, the tool schemas an episode
@@ -188,8 +194,7 @@ def parts(data: Path, args) -> dict:
                 if done.returncode:
                     raise SystemExit(f"error: the parts client of {trees[name]} failed:\n{done.stderr[-3000:]}")
                 run = json.loads(done.stdout.splitlines()[-1])
-                if not all(Path(p).resolve().is_relative_to(trees[name]) for p in run["code"]):
-                    raise SystemExit(f"error: the parts client meant to run {trees[name]} ran other code")
+                _check_ran(trees[name], run["code"], "parts client")
                 runs[name].append(run["ms_per_item"])
     finally:
         server.stop()
@@ -213,8 +218,7 @@ def measure(server: _Server, tree: Path, data: Path, concurrency: int, limit: in
     if ready.strip() != "ready" or child.returncode:
         raise SystemExit(f"error: the client of {tree} failed:\n{errors[-3000:]}")
     run = json.loads(result)
-    if not all(Path(path).resolve().is_relative_to(tree.resolve()) for path in run.pop("code")):
-        raise SystemExit(f"error: the client meant to run {tree} ran other code")
+    _check_ran(tree, run.pop("code"), "client")
     requests = max(1, after["requests"] - before["requests"])
     busy = after["busy_seconds"] - before["busy_seconds"]
     run.update(items_per_s=run["items"] / run["seconds"], in_flight=busy / run["seconds"],
