@@ -9,10 +9,11 @@ variable and sent as a bearer header, never logged.
 Many episodes run at once, one per thread (``eval.runner``), so the client's own CPU time per
 request bounds the requests in flight (docs/benchmarks.md, "Eval client concurrency"): each thread
 keeps its own kept-alive HTTP/1.1 connection (``_Connection``: ~0.03 ms of CPU per request where
-``http.client`` took ~0.15 ms and urllib3 twice that; urllib3 only behind a proxy), the environment's
-proxy/CA settings are read once, the tool schemas are serialized once, and an image goes once per policy, then again from the cache on later turns: as the bytes of
-the file it was decoded from when those decode to exactly the same pixels (``file_data_url``),
-else PNG-encoded fast (compression level 1).
+``http.client`` took ~0.15 ms and urllib3 twice that; urllib3 only behind a proxy), the
+environment's proxy/CA settings are read once, the tool schemas are serialized once, and an image
+goes once per policy, then again from the cache on later turns: as the bytes of the file it was
+decoded from when those decode to exactly the same pixels (``file_data_url``), else PNG-encoded
+fast (compression level 1).
 """
 
 from __future__ import annotations

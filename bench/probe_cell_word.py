@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections import defaultdict
+from pathlib import Path
 
 ROWS, COLUMNS = ("top", "middle", "bottom"), ("left", "centre", "right")
 
@@ -39,7 +40,8 @@ def column_word_probabilities(model_dir: str, dataset_dir: str, records: int) ->
         for word in COLUMNS:
             ids = tokenizer(f"{prefix} {word}", add_special_tokens=False)["input_ids"]
             if ids[:len(base)] != base:
-                raise SystemExit(f"error: the tokenizer merges across '{row} {word}'; this probe needs a clean cut")
+                raise ValueError(f"{model_dir}: its tokenizer merges across '{row} {word}'; "
+                                 "the probe needs a clean cut")
             first_tokens.append(ids[len(base)])
         inputs = processor(text=[prefix], images=list(record["images"])[:1], return_tensors="pt")
         with torch.no_grad():
@@ -57,8 +59,15 @@ def main() -> None:
     parser.add_argument("sft_split", help="a visual_search SFT split saved by the data stage (…/data/train/sft)")
     parser.add_argument("--records", type=int, default=150)
     args = parser.parse_args()
-    print(json.dumps({"model": args.model, "column_word": column_word_probabilities(args.model, args.sft_split,
-                                                                                     args.records)}, indent=1))
+    if not (Path(args.sft_split) / "dataset_info.json").is_file():
+        parser.error(f"{args.sft_split}: not a saved dataset (no dataset_info.json); give the data stage's train/sft")
+    if args.records < 1:
+        parser.error(f"--records {args.records}: must be at least 1")
+    try:
+        table = column_word_probabilities(args.model, args.sft_split, args.records)
+    except ValueError as err:
+        parser.error(str(err))
+    print(json.dumps({"model": args.model, "column_word": table}, indent=1))
 
 
 if __name__ == "__main__":
