@@ -10,6 +10,7 @@ agent layer because it runs the agent's tools; ``python -m data_builders synthet
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 from lookcloser.agent.environments import ENVIRONMENTS
@@ -62,9 +63,28 @@ def oracle_trajectory(item: SyntheticItem, out_dir: str | Path, environment: str
     return {"messages": messages, "images": images, "task": item.record["task"], "id": str(item.record["id"])}
 
 
+DIRECT_THINK = "I answer from the picture as it is."
+
+
+def direct_trajectory(trajectory: dict) -> dict:
+    """The same task answered at once, without a tool: the question turn and the oracle's answer.
+
+    >>> t = {"messages": [user_message(1, "q"), {"role": "assistant", "content": "call"},
+    ...                   {"role": "tool", "content": "crop"}, {"role": "assistant", "content": "<answer>C</answer>"}],
+    ...      "images": ["a.png", "crop.png"], "task": "visual_search", "id": "7"}
+    >>> d = direct_trajectory(t)
+    >>> [m["role"] for m in d["messages"]], d["messages"][1]["content"], d["images"]
+    (['user', 'assistant'], '<think>I answer from the picture as it is.</think><answer>C</answer>', ['a.png'])
+    """
+    answer = trajectory["messages"][-1]["content"].rsplit("<answer>", 1)[-1].removesuffix("</answer>")
+    n_inputs = sum(1 for b in trajectory["messages"][0]["content"] if isinstance(b, dict) and b.get("type") == "image")
+    return {**trajectory, "messages": [trajectory["messages"][0], final_message(DIRECT_THINK, answer)],
+            "images": trajectory["images"][:n_inputs]}
+
+
 def build_synthetic(image_dir: str | Path, out_dir: str | Path, count: int, cfg: SyntheticConfig | None = None, *,
                     fmt: str = "hf", report=None, max_pixels: int | None = None, progress: bool = True,
-                    environment: str = "tir_bench") -> dict:
+                    environment: str = "tir_bench", direct_ratio: float = 0.0) -> dict:
     """Write the TIR-Bench JSON + images, the GRPO prompt data set and the oracle SFT data set.
 
     Layout: ``TIR-Bench.json`` (also as ``tir_synthetic.json``) and ``data/{task}/`` (TIR-Bench's own layout: the JSON's image
@@ -73,6 +93,8 @@ def build_synthetic(image_dir: str | Path, out_dir: str | Path, count: int, cfg:
     image and the question, for reading before calling.
     ``environment``: the agent environment whose tools the oracle calls and the SFT ``tools`` column
     lists (``crop`` for the tool curriculum; it must offer every tool the tasks' oracles use).
+    ``direct_ratio``: the share of ``sft/`` records (drawn with the config's seed) that answer at once,
+    without a tool (``direct_trajectory``); ``look/`` and ``grpo/`` keep every task.
     """
     from tqdm import tqdm
 
@@ -84,6 +106,7 @@ def build_synthetic(image_dir: str | Path, out_dir: str | Path, count: int, cfg:
     out.mkdir(parents=True, exist_ok=True)
     tools_json = json.dumps(tool_schemas(environment))
     records, looks = [], []
+    direct = random.Random(f"direct-{(cfg or SyntheticConfig()).seed}")
     with DatasetWriter(out / "grpo", grpo_features(), fmt=fmt) as grpo, \
             DatasetWriter(out / "sft", sft_features(), fmt=fmt, batch_rows=200) as sft:
         items = generate_items(image_dir, out, count, cfg, report=report, max_pixels=max_pixels)
@@ -91,7 +114,7 @@ def build_synthetic(image_dir: str | Path, out_dir: str | Path, count: int, cfg:
             records.append(item.record)
             grpo.add(grpo_prompt(item))
             trajectory = {**oracle_trajectory(item, out, environment), "tools": tools_json}
-            sft.add(trajectory)
+            sft.add(direct_trajectory(trajectory) if direct.random() < direct_ratio else trajectory)
             if (look := look_record(item, trajectory)) is not None:
                 looks.append(look)
     if looks:  # the warm-up on tool images alone (the tool curriculum's `look` stage)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from lookcloser.train.curriculum import check_inputs, plan
 
 
@@ -32,3 +34,26 @@ def test_data_stage_builds_train_and_held_out_roots(tmp_path, tiny_model_dir):
     assert len(items) == 2 and items[0].tags["task"] == ["visual_search"]
     seeds = [json.loads((built[s] / "settings.json").read_text())["seed"] for s in ("train", "heldout")]
     assert seeds == [1, 1001] and (built["train"] / "sft").is_dir() and (built["train"] / "grpo").is_dir()
+
+
+def test_direct_ratio_mixes_answers_without_a_tool_into_the_training_cold_start(tmp_path, tiny_model_dir):
+    import pytest
+    from datasets import load_from_disk
+
+    from lookcloser.agent.oracle import DIRECT_THINK
+    from lookcloser.train.grpo_tasks import ToolTaskArguments, build
+
+    built = build(ToolTaskArguments(output_dir=str(tmp_path), count=12, heldout_count=4, direct_ratio=0.5,
+                                    model_name_or_path=str(tiny_model_dir)))
+    train, held = load_from_disk(str(built["train"] / "sft")), load_from_disk(str(built["heldout"] / "sft"))
+    answers = {str(r["id"]): r["answer"] for r in json.loads((built["train"] / "TIR-Bench.json").read_text())}
+    direct = [r for r in train if len(r["messages"]) == 2]
+    assert 0 < len(direct) < len(train) == 12  # both kinds, every task kept
+    for r in direct:  # the question, then the oracle's answer at once, with the input picture only
+        assert r["messages"][1]["content"] == f"<think>{DIRECT_THINK}</think><answer>{answers[r['id']]}</answer>"
+        assert len(r["images"]) == 1 and not r["messages"][1].get("tool_calls")
+    assert all(len(r["messages"]) == 4 for r in held)  # the held-out split is evaluated, never mixed
+    assert len(load_from_disk(str(built["train"] / "look"))) == 12  # the look warm-up keeps every task
+    with pytest.raises(ValueError, match="direct_ratio must be between 0 and 1"):
+        build(ToolTaskArguments(output_dir=str(tmp_path / "bad"), count=2, direct_ratio=1.5,
+                                model_name_or_path=str(tiny_model_dir)))

@@ -37,6 +37,9 @@ class ToolTaskArguments:
     model_name_or_path: str = field(default="lookcloser/tiny-qwen3-vl", metadata={
         "help": "The model whose processor's pixel budget sizes the visual_search canvas and shape."})
     search_grid: int = field(default=3, metadata={"help": "visual_search grid (0: free search, pixel boxes)."})
+    direct_ratio: float = field(default=0.0, metadata={
+        "help": "Share of the training cold-start trajectories that answer at once, without a tool (0-1): a "
+                "cold start that has seen both ways to answer, for GRPO to find which pays."})
 
 
 def model_pixels(name_or_path: str) -> int:
@@ -54,6 +57,8 @@ def build(args: ToolTaskArguments) -> dict[str, Path]:
     from lookcloser.data_builders.synthetic import SyntheticConfig
     from lookcloser.train.grpo_lib.data import BUNDLED_IMAGES, generated_images, resolve_path
 
+    if not 0.0 <= args.direct_ratio <= 1.0:
+        raise ValueError(f"direct_ratio must be between 0 and 1, not {args.direct_ratio}")
     if args.seed == args.heldout_seed:
         raise ValueError("heldout_seed must differ from seed: the held-out tasks are a seed never trained on")
     out = Path(args.output_dir)
@@ -67,14 +72,17 @@ def build(args: ToolTaskArguments) -> dict[str, Path]:
         if count <= 0:
             continue
         cfg = SyntheticConfig(seed=seed, tasks=tuple(args.tasks), search_grid=args.search_grid, model_pixels=pixels)
+        direct = args.direct_ratio if split == "train" else 0.0  # the held-out split is only ever evaluated
         settings = {"source": str(source.resolve()), "count": count, "environment": args.environment,
+                    **({"direct_ratio": direct} if direct else {}),
                     **{k: list(v) if isinstance(v, tuple) else v for k, v in asdict(cfg).items()}}
         target = out / split
         marker = target / "settings.json"
         if marker.is_file() and json.loads(marker.read_text(encoding="utf-8")) == settings:
             logger.info("%s: kept (same settings) %s", split, target)
         else:
-            build_synthetic(source, target, count, cfg, progress=False, environment=args.environment)
+            build_synthetic(source, target, count, cfg, progress=False, environment=args.environment,
+                            direct_ratio=direct)
             marker.write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
             logger.info("%s: %d tasks (seed %d, model pixels %d) -> %s", split, count, seed, pixels, target)
         built[split] = target
