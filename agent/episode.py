@@ -43,7 +43,9 @@ class Policy(Protocol):
     """A model the loop can drive.
 
     ``batched`` policies get all live episodes in one ``generate`` call per turn; the others get
-    one episode per call, from up to ``max_workers`` threads at once.
+    one episode per call, from up to ``max_workers`` threads at once. A policy that also has
+    ``async def agenerate(episode, max_new_tokens) -> Turn`` and ``async def aclose()`` (an
+    endpoint) is played on an event loop by ``eval`` (``agent.loop.play``).
     """
 
     batched: bool

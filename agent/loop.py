@@ -8,14 +8,18 @@ included). A turn's tool calls run only when another turn may follow. A tool-cal
 not parse (bad JSON, no closing tag) is answered with an ``Error:`` observation and counted,
 where TRL would end the rollout. Nothing raises out of an episode: failures end it with
 ``stop_reason="error"``.
+
+``play(policy, factory, example)`` is the same episode, step for step, as a coroutine for a policy
+that answers over the network (``agenerate``): ``eval.runner`` plays many on one event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import logging
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 
 from lookcloser.agent.environments import env_class, tool_schemas
 from lookcloser.agent.episode import Episode, Policy, image_blocks_in
@@ -90,14 +94,17 @@ def _append_observation(messages: list[dict], observation: str | list | None) ->
 
 
 def _open_episode(index: int, example: dict, factory: Callable, tools: list[dict],
-                  system_prompt: str | None) -> Episode:
+                  system_prompt: str | None, max_images: int) -> Episode:
     env = factory()
     try:
         images = load_example_images(example)
         row = {**example, "images": images} if images else example
         messages = build_messages(example, images, system_prompt)
         _append_observation(messages, env.reset(**row))
-        return Episode(index, env, messages, tools, images=image_blocks_in(messages))
+        episode = Episode(index, env, messages, tools, images=image_blocks_in(messages))
+        if len(episode.images) > max_images:
+            _stop(episode, "max_images")
+        return episode
     except Exception as err:  # a broken row ends its own episode, not the run
         logger.warning("example %d could not start: %r", index, err, exc_info=True)
         episode = Episode(index, env, [], tools)
@@ -220,10 +227,8 @@ def run_episodes(policy: Policy, env_cls_or_factory: type | Callable, examples: 
         system_prompt: See ``build_messages``.
     """
     tools = tool_schemas(env_class(env_cls_or_factory))
-    episodes = [_open_episode(i, ex, env_cls_or_factory, tools, system_prompt) for i, ex in enumerate(examples)]
-    for episode in episodes:
-        if episode.stop_reason is None and len(episode.images) > max_images:
-            _stop(episode, "max_images")
+    episodes = [_open_episode(i, ex, env_cls_or_factory, tools, system_prompt, max_images)
+                for i, ex in enumerate(examples)]
     if policy.batched:
         for episode in episodes:
             _start(policy, episode)
@@ -244,3 +249,27 @@ def run_episodes(policy: Policy, env_cls_or_factory: type | Callable, examples: 
                 for future in futures:
                     future.result()
     return [_trajectory(ep) for ep in episodes]
+
+
+async def play(policy, env_cls_or_factory: type | Callable, example: dict, *, index: int = 0, max_turns: int = 8,
+               max_new_tokens_per_turn: int = 512, max_images: int = 16, system_prompt: str | None = None,
+               tool_threads: Executor | None = None) -> Trajectory:
+    """``run_episodes`` for one example, on the running event loop, with a policy that has
+    ``agenerate`` (``OpenAIPolicy``): the same steps, with ``await`` where the reply comes. A turn
+    with tool calls is taken in ``tool_threads`` (the loop's default executor when None): a tool
+    may block (a web search) and must not stall the other episodes. Never raises."""
+    tools = tool_schemas(env_class(env_cls_or_factory))
+    episode = _open_episode(index, example, env_cls_or_factory, tools, system_prompt, max_images)
+    loop = asyncio.get_running_loop()
+    try:
+        _start(policy, episode)
+        while episode.stop_reason is None:
+            turn = await policy.agenerate(episode, max_new_tokens_per_turn)
+            if turn.message.get("tool_calls"):
+                await loop.run_in_executor(tool_threads, _after_turn, episode, turn, policy, max_turns, max_images)
+            else:
+                _after_turn(episode, turn, policy, max_turns, max_images)
+    except Exception as err:  # as _play_one: a bug in one episode must not take the others down
+        logger.warning("episode %d failed: %r", episode.index, err, exc_info=True)
+        _stop(episode, "error", f"{type(err).__name__}: {err}")
+    return _trajectory(episode)

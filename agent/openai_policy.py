@@ -6,10 +6,12 @@ way TRL parses Qwen replies (``agent.parsing``, TRL's own parser). Requests have
 backoff on timeouts, connection errors, 429 and 5xx; the key is read from an environment
 variable and sent as a bearer header, never logged.
 
-Many episodes run at once, one per thread (``eval.runner``), so the client's own CPU time per
-request bounds the requests in flight (docs/benchmarks.md, "Eval client concurrency"): each thread
-keeps its own kept-alive HTTP/1.1 connection (``_Connection``: ~0.03 ms of CPU per request where
-``http.client`` took ~0.15 ms and urllib3 twice that; urllib3 only behind a proxy), the
+Many episodes run at once, so the client's own CPU time per request bounds the requests in flight
+(docs/benchmarks.md, "Eval client concurrency"). ``eval.runner`` plays them as coroutines on one
+event loop (``agenerate``: no thread per episode, whose GIL handoffs cost more CPU than the work)
+sharing a pool of kept-alive HTTP/1.1 connections; ``generate`` is the same request from a plain
+thread, each thread with its own connection (``agent.http_client``: ~0.03 ms of CPU per request
+where ``http.client`` took ~0.15 ms and urllib3 twice that; urllib3 only behind a proxy). The
 environment's proxy/CA settings are read once, the tool schemas are serialized once, and an image
 goes once per policy, then again from the cache on later turns: as the bytes of the file it was
 decoded from when those decode to exactly the same pixels (``file_data_url``), else PNG-encoded
@@ -18,13 +20,12 @@ fast (compression level 1).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import http.client
 import io
 import json
 import os
-import select
-import socket
 import ssl
 import threading
 import time
@@ -34,6 +35,7 @@ from urllib.parse import urlsplit
 from PIL import Image, ImageFile
 
 from lookcloser.agent.episode import Episode, Turn
+from lookcloser.agent.http_client import AsyncConnections, Connection
 from lookcloser.agent.images import fit_under_budget
 from lookcloser.agent.parsing import parse_assistant_text
 
@@ -94,112 +96,6 @@ def image_url(image: Image.Image, max_pixels: int) -> str:
     return file_data_url(image, max_pixels) or image_data_url(image, max_pixels)
 
 
-def _dropped(sock) -> bool:
-    """An idle kept-alive socket with something to read was closed by the server (or is out of step)."""
-    poller = select.poll()
-    poller.register(sock, select.POLLIN)
-    return bool(poller.poll(0))
-
-
-class _Connection:
-    """One kept-alive HTTP/1.1 connection (TLS with ``context``): a POST in one write, its reply read
-    by Content-Length, in chunks, or to the close; 1xx replies are skipped.
-
-    ``http.client`` took ~0.15 ms of CPU per request here (headers and body in two writes, reply
-    headers parsed through the ``email`` package), this ~0.03 ms. Errors are ``OSError`` or
-    ``http.client``'s own (``RemoteDisconnected``, ``BadStatusLine``, ``IncompleteRead``, ...).
-    """
-
-    def __init__(self, host: str, port: int, timeout: float, context: ssl.SSLContext | None = None) -> None:
-        self.host, self.port, self.timeout, self.context = host, port, timeout, context
-        self.sock = self._reader = None
-
-    def close(self) -> None:
-        if self.sock is not None:
-            self._reader.close()
-            self.sock.close()
-        self.sock = self._reader = None
-
-    def post(self, request: bytes) -> tuple[int, bytes]:
-        """Send a whole request (head and body); the reply's (status, body)."""
-        if self.sock is not None and _dropped(self.sock):
-            self.close()  # the server closed it while idle: reconnect, as urllib3 does
-        if self.sock is None:
-            sock = socket.create_connection((self.host, self.port), self.timeout)
-            # Without it a reply's first write would wait for our delayed ACK (as urllib3 sets it).
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if self.context is not None:
-                try:
-                    sock = self.context.wrap_socket(sock, server_hostname=self.host)
-                except BaseException:  # a refused handshake: the plain socket is ours to close
-                    sock.close()
-                    raise
-            self.sock, self._reader = sock, sock.makefile("rb")
-        self.sock.sendall(request)
-        version, status, headers = self._head()
-        while 100 <= status < 200:
-            version, status, headers = self._head()
-        keep = version == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
-        if status in (204, 304):
-            data = b""
-        elif "chunked" in headers.get("transfer-encoding", "").lower():
-            data = self._chunked()
-        elif "content-length" in headers:
-            length = int(headers["content-length"]) if headers["content-length"].isdigit() else -1
-            if length < 0:
-                raise http.client.HTTPException(f"bad Content-Length {headers['content-length']!r}")
-            data = self._reader.read(length)
-            if len(data) < length:
-                raise http.client.IncompleteRead(data, length - len(data))
-        else:
-            data, keep = self._reader.read(), False
-        if not keep:
-            self.close()
-        return status, data
-
-    def _line(self) -> bytes:
-        line = self._reader.readline(65537)
-        if len(line) > 65536:
-            raise http.client.LineTooLong("reply line")
-        return line
-
-    def _head(self) -> tuple[str, int, dict[str, str]]:
-        line = self._line()
-        if not line:
-            raise http.client.RemoteDisconnected("the server closed the connection without a reply")
-        version, _, rest = line.decode("iso-8859-1").partition(" ")
-        code = rest[:3]
-        if not version.startswith("HTTP/") or not code.isdigit() or rest[3:4] not in ("", " ", "\r", "\n"):
-            raise http.client.BadStatusLine(line.decode("iso-8859-1"))
-        headers = {}
-        for _ in range(100):
-            line = self._line()
-            if line in (b"\r\n", b"\n", b""):
-                return version, int(code), headers
-            name, _, value = line.decode("iso-8859-1").partition(":")
-            headers[name.strip().lower()] = value.strip()
-        raise http.client.HTTPException("more than 100 reply headers")
-
-    def _chunked(self) -> bytes:
-        parts = []
-        while True:
-            size = self._line().split(b";", 1)[0].strip()
-            try:
-                size = int(size, 16)
-            except ValueError:
-                raise http.client.IncompleteRead(b"".join(parts)) from None
-            if size == 0:
-                break
-            part = self._reader.read(size)
-            if len(part) < size:
-                raise http.client.IncompleteRead(b"".join(parts) + part, size - len(part))
-            parts.append(part)
-            self._line()  # the CRLF after each chunk
-        while self._line() not in (b"\r\n", b"\n", b""):  # trailers
-            pass
-        return b"".join(parts)
-
-
 class _TransportError(Exception):
     """No HTTP reply: timed out, refused, reset, dropped, TLS, proxy."""
 
@@ -238,6 +134,7 @@ class OpenAIPolicy:
         self._setup_lock = threading.Lock()
         self._route = None  # how to connect, settled on the first request (``_setup``)
         self._local = threading.local()  # each thread's kept-alive connection
+        self._pools: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # event loop -> AsyncConnections
         self._urls: dict[int, str] = {}  # id(image) -> data URL, dropped when the image is freed
         self._tools_json: tuple[list, str] | None = None  # (episode.tools, its JSON): serialized once
 
@@ -318,7 +215,7 @@ class OpenAIPolicy:
     def _setup(self) -> tuple:
         """How to connect, with the proxy and CA settings ``requests.post`` would take from the
         environment (``HTTPS_PROXY``/``NO_PROXY``, ``REQUESTS_CA_BUNDLE``), read once: ("direct",
-        connection factory, the request's first lines) or, behind a proxy, ("proxy", urllib3
+        (host, port, TLS context or None), the request's first lines) or, behind a proxy, ("proxy", urllib3
         ProxyManager, URL)."""
         if self._route is None:
             with self._setup_lock:
@@ -351,7 +248,7 @@ class OpenAIPolicy:
                                 f"Host: {host}{'' if url.port is None else f':{url.port}'}\r\n"
                                 "Accept-Encoding: identity\r\n")
                         port = url.port or (443 if https else 80)
-                        self._route = ("direct", lambda: _Connection(url.hostname, port, self.timeout, context), head)
+                        self._route = ("direct", (url.hostname, port, context), head)
         return self._route
 
     def _send(self, body: bytes, headers: dict) -> tuple[int, bytes]:
@@ -369,42 +266,76 @@ class OpenAIPolicy:
                              and not isinstance(err, urllib3.exceptions.NewConnectionError))
                 raise _TransportError(f"timed out after {self.timeout:g}s" if timed_out else type(err).__name__)
             return resp.status, resp.data
-        if any("\r" in v or "\n" in v for v in headers.values()):
-            raise ValueError("a request header value holds a line break")  # as http.client refuses it
-        head = target + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + f"Content-Length: {len(body)}\r\n\r\n"
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = self._local.conn = how()
+            conn = self._local.conn = Connection(how[0], how[1], self.timeout, how[2])
         try:
-            return conn.post(head.encode("latin-1") + body)
+            return conn.post(_request_bytes(target, headers, body))
         except (OSError, http.client.HTTPException) as err:
             conn.close()
-            raise _TransportError(f"timed out after {self.timeout:g}s" if isinstance(err, TimeoutError)
-                                  else type(err).__name__) from None
+            raise self._transport_error(err) from None
 
-    def _post(self, body: bytes) -> dict:
+    async def _asend(self, body: bytes, headers: dict) -> tuple[int, bytes]:
+        """``_send`` on the running event loop: a connection of its pool (``AsyncConnections``)."""
+        kind, how, target = self._setup()
+        loop = asyncio.get_running_loop()
+        if kind == "proxy":  # urllib3 blocks: off the loop (only behind a proxy)
+            return await loop.run_in_executor(None, self._send, body, headers)
+        pool = self._pools.get(loop)
+        if pool is None:
+            pool = self._pools[loop] = AsyncConnections(how[0], how[1], self.timeout, how[2])
+        try:
+            return await pool.post(_request_bytes(target, headers, body))
+        except (OSError, http.client.HTTPException) as err:
+            raise self._transport_error(err) from None
+
+    def _transport_error(self, err: Exception) -> _TransportError:
+        return _TransportError(f"timed out after {self.timeout:g}s" if isinstance(err, TimeoutError)
+                               else type(err).__name__)
+
+    def _headers(self) -> dict:
         headers = {"Content-Type": "application/json"}
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        last = "no attempt"
+        return headers
+
+    def _judge(self, status: int, data: bytes) -> dict | str:
+        """The reply's JSON, or why it is worth another attempt; ``EndpointError`` when it is not."""
+        if status == 429 or status >= 500:
+            return f"HTTP {status}"
+        if status != 200:
+            raise EndpointError(f"HTTP {status}: {data[:300].decode(errors='replace')}")
+        try:
+            return json.loads(data)
+        except ValueError:
+            return "a reply that is not JSON"
+
+    def _post(self, body: bytes) -> dict:
+        headers, last = self._headers(), "no attempt"
         for attempt in range(self.retries + 1):
             if attempt:
                 time.sleep(self.backoff * 2 ** (attempt - 1))
             try:
-                status, data = self._send(body, headers)
+                last = self._judge(*self._send(body, headers))
             except _TransportError as err:
                 last = str(err)
-                continue
-            if status == 429 or status >= 500:
-                last = f"HTTP {status}"
-                continue
-            if status != 200:
-                raise EndpointError(f"HTTP {status}: {data[:300].decode(errors='replace')}")
+            if isinstance(last, dict):
+                return last
+        raise EndpointError(f"endpoint failed after {self.retries + 1} attempts ({last})")
+
+    async def _apost(self, body: bytes) -> dict:
+        """``_post`` on the running event loop."""
+        headers, last = self._headers(), "no attempt"
+        for attempt in range(self.retries + 1):
+            if attempt:
+                await asyncio.sleep(self.backoff * 2 ** (attempt - 1))
             try:
-                return json.loads(data)
-            except ValueError:
-                last = "a reply that is not JSON"
+                last = self._judge(*await self._asend(body, headers))
+            except _TransportError as err:
+                last = str(err)
+            if isinstance(last, dict):
+                return last
         raise EndpointError(f"endpoint failed after {self.retries + 1} attempts ({last})")
 
     def _body(self, payload: dict, tools: list | None) -> bytes:
@@ -419,11 +350,38 @@ class OpenAIPolicy:
             cached = self._tools_json = (tools, json.dumps(tools))
         return (json.dumps(payload)[:-1] + ', "tools": ' + cached[1] + "}").encode()
 
-    def _turn(self, episode: Episode, max_new_tokens: int) -> Turn:
+    def _request_body(self, episode: Episode, max_new_tokens: int) -> bytes:
         payload = {"model": self.model, "messages": self.to_openai_messages(episode.messages),
                    "max_tokens": max_new_tokens, "temperature": self.temperature, **self.extra_body}
+        return self._body(payload, episode.tools)
+
+    def _turn(self, episode: Episode, max_new_tokens: int) -> Turn:
         try:
-            reply = self._post(self._body(payload, episode.tools))
+            reply = self._post(self._request_body(episode, max_new_tokens))
+        except EndpointError as err:
+            reply = err
+        return self._turn_of(episode, reply)
+
+    async def agenerate(self, episode: Episode, max_new_tokens: int) -> Turn:
+        """``generate`` for one episode on the running event loop (``agent.loop.play``): many
+        episodes share one thread and a pool of kept-alive connections. Never raises."""
+        try:
+            reply = await self._apost(self._request_body(episode, max_new_tokens))
+        except EndpointError as err:
+            reply = err
+        return self._turn_of(episode, reply)
+
+    async def aclose(self) -> None:
+        """Close the running event loop's kept-alive connections (before the loop ends)."""
+        pool = self._pools.pop(asyncio.get_running_loop(), None)
+        if pool is not None:
+            pool.close()
+
+    def _turn_of(self, episode: Episode, reply: dict | EndpointError) -> Turn:
+        """The assistant turn of a reply (or of the error that took its place)."""
+        try:
+            if isinstance(reply, EndpointError):
+                raise reply
             choice = reply["choices"][0]
             raw = choice["message"]
         except (EndpointError, KeyError, IndexError, TypeError) as err:
@@ -440,6 +398,14 @@ class OpenAIPolicy:
         if raw.get("reasoning_content") and "reasoning_content" not in message:
             message["reasoning_content"] = raw["reasoning_content"]
         return Turn(message, truncated=truncated)
+
+
+def _request_bytes(head: str, headers: dict, body: bytes) -> bytes:
+    """The whole request: ``head`` (its first lines), ``headers``, the length, ``body``."""
+    if any("\r" in v or "\n" in v for v in headers.values()):
+        raise ValueError("a request header value holds a line break")  # as http.client refuses it
+    return (head + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+            + f"Content-Length: {len(body)}\r\n\r\n").encode("latin-1") + body
 
 
 def _text_of(content) -> str:

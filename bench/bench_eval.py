@@ -203,10 +203,9 @@ def parts(data: Path, args) -> dict:
 
 def measure(server: _Server, tree: Path, data: Path, concurrency: int, limit: int, out: Path) -> dict:
     """A client run of ``tree``'s code in a fresh process, with the server's counters around it."""
-    env = {**os.environ, "PYTHONPATH": str(tree)}
     command = [sys.executable, str(Path(__file__).resolve()), "--client", server.url, str(data), str(concurrency),
                str(limit), str(out)]
-    with subprocess.Popen(command, env=env, cwd=tree, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    with subprocess.Popen(command, cwd=tree, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True) as child:
         ready = child.stdout.readline()
         before = server.stats()  # after the client's warm-up, before its timed run

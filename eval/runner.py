@@ -2,7 +2,8 @@
 
 Every finished episode is appended to ``predictions.jsonl`` at once (flushed), so a killed run
 loses only the episodes in flight, and a rerun skips what is done. Endpoint episodes
-run ``concurrency`` at a time (the policy retries each request with backoff); local-checkpoint
+run ``concurrency`` at a time as coroutines on one event loop (the policy retries each request with
+backoff); local-checkpoint
 episodes run ``batch_size`` at a time, batched per turn. An episode that ends in an error (the
 endpoint failed after its retries, an image would not open, the context overflowed) is recorded
 with ``status: "failed"`` and its error: it scores 0, is counted and listed, and a rerun tries it
@@ -11,6 +12,7 @@ again (``retry_failed``).
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
 import json
@@ -19,6 +21,7 @@ import os
 import re
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from lookcloser.eval.config import EvalConfig
@@ -239,7 +242,7 @@ def _duration(seconds: float) -> str:
 def run_benchmark(benchmark: str, items: list[EvalItem], policy, cfg: EvalConfig, out_dir: str | Path,
                   factory) -> dict[str, dict]:
     """Run every item not yet done in ``out_dir/predictions.jsonl``; return all records by id."""
-    from lookcloser.agent.loop import run_episodes
+    from lookcloser.agent.loop import play, run_episodes
 
     out_dir = Path(out_dir)
     store = PredictionStore(out_dir / "predictions.jsonl")
@@ -256,13 +259,14 @@ def run_benchmark(benchmark: str, items: list[EvalItem], policy, cfg: EvalConfig
     def attempt_of(item: EvalItem) -> int:
         return int(previous.get(item.id, {}).get("attempt", 0)) + 1
 
-    def run_chunk(chunk: list[EvalItem]) -> None:
-        start = time.monotonic()
+    def write(chunk: list[EvalItem], start: float, outcome: list | Exception) -> None:
+        """Record a chunk's trajectories (or the error that ended them all) and count them."""
         try:
-            trajectories = run_episodes(policy, factory, [it.example for it in chunk], **loop_kwargs)
+            if isinstance(outcome, Exception):
+                raise outcome
             seconds = (time.monotonic() - start) / len(chunk)
             records = [_record(it, tr, attempt_of(it), seconds, out_dir, cfg.save_trajectories)
-                       for it, tr in zip(chunk, trajectories)]
+                       for it, tr in zip(chunk, outcome)]
         except Exception as err:  # the loop should not raise; if it does, record, don't drop
             logger.warning("[%s] episodes %s raised %r", benchmark, [it.id for it in chunk], err, exc_info=True)
             records = [_failed(it, f"{type(err).__name__}: {err}", attempt_of(it), time.monotonic() - start)
@@ -271,15 +275,74 @@ def run_benchmark(benchmark: str, items: list[EvalItem], policy, cfg: EvalConfig
             store.append(record)
             progress.update(record)
 
+    def run_chunk(chunk: list[EvalItem]) -> None:
+        start = time.monotonic()
+        try:
+            outcome = run_episodes(policy, factory, [it.example for it in chunk], **loop_kwargs)
+        except Exception as err:  # noqa: BLE001 - recorded as failed by write(), never dropped
+            outcome = err
+        write(chunk, start, outcome)
+
+    async def play_one(item: EvalItem, tool_threads) -> None:
+        start = time.monotonic()
+        try:
+            outcome = [await play(policy, factory, item.example, tool_threads=tool_threads, **loop_kwargs)]
+        except Exception as err:  # noqa: BLE001 - recorded as failed by write(), never dropped
+            outcome = err
+        write([item], start, outcome)
+
     try:
         if getattr(policy, "batched", False):
             for start in range(0, len(pending), max(1, cfg.batch_size)):
                 run_chunk(pending[start:start + max(1, cfg.batch_size)])
+        elif pending and hasattr(policy, "agenerate"):  # an endpoint: one event loop, no thread per episode
+            _on_event_loop(play_one, policy, pending, cfg.concurrency, f"eval-{benchmark}")
         elif pending:
             _in_threads(run_chunk, pending, cfg.concurrency, f"eval-{benchmark}")
     finally:
         store.close()
     return store.load()
+
+
+def _on_event_loop(play_one, policy, pending: list[EvalItem], concurrency: int, name: str) -> None:
+    """``await play_one(item, tool_threads)`` for every item, ``concurrency`` at a time on one event
+    loop (in a thread of its own when this thread already runs one, as in a notebook). The first
+    error out of ``play_one`` (a prediction that could not be written) stops the run and is raised."""
+    async def main() -> None:
+        items = iter(pending)
+
+        async def worker() -> None:
+            for item in items:
+                await play_one(item, tool_threads)
+
+        tasks = [asyncio.ensure_future(worker()) for _ in range(max(1, min(concurrency, len(pending))))]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await policy.aclose()
+
+    with ThreadPoolExecutor(max(1, concurrency), thread_name_prefix=f"{name}-tools") as tool_threads:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # the usual case: no loop running here
+            asyncio.run(main())
+            return
+        errors: list[BaseException] = []
+        thread = threading.Thread(target=lambda: _catch(errors, lambda: asyncio.run(main())), name=name)
+        thread.start()
+        thread.join()
+        if errors:
+            raise errors[0]
+
+
+def _catch(errors: list, run) -> None:
+    try:
+        run()
+    except BaseException as err:  # noqa: BLE001 - handed to the caller's thread
+        errors.append(err)
 
 
 def _in_threads(run_chunk, pending: list[EvalItem], concurrency: int, name: str) -> None:

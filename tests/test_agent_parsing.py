@@ -63,3 +63,24 @@ def test_parses_share_no_state():
     first["role"] = "changed"
     assert parse_assistant_text(call("crop", image_index=0, box=[0, 0, 1, 1])) == straightforward(
         call("crop", image_index=0, box=[0, 0, 1, 1]), None)
+
+
+def test_replies_without_any_mark_skip_trls_parser_with_its_result(monkeypatch):
+    """The fast path (no ``<think>``, ``<tool_call>`` or special token: all content) gives TRL's
+    own result on random replies built from the pieces that could tell them apart."""
+    import random
+
+    import trl.chat_template_utils
+
+    pieces = [" ", "\n", "\t", "\u2003", "\r\n", "a", "Ünï", "天", "<", ">", "/", "|", "think", "</think>",
+              "tool_call", "</tool_call>", "<answer>", "</answer>", "im_end", "<|im_start|>assistant\n", "{", "}"]
+    rng = random.Random(0)
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 12))) for _ in range(3000)]
+    fast = [t for t in texts if not any(m in t for m in ("<think>", "<tool_call>", "<|im_start|>", "<|im_end|>",
+                                                          "<|endoftext|>"))]
+    assert len(fast) > 2000 and any(t != t.strip() for t in fast) and any("</think>" in t for t in fast)
+    expected = [straightforward(t, None) for t in fast]
+    called = []
+    monkeypatch.setattr(trl.chat_template_utils, "parse_response", lambda *a, **k: called.append(a))
+    assert [parse_assistant_text(t) for t in fast] == expected
+    assert not called  # none of them went through the parser

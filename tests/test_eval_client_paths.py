@@ -5,6 +5,7 @@ through one open handle still heals a torn line. Real files, real loopback serve
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
 import json
@@ -64,15 +65,45 @@ def _episode(text: str) -> Episode:
     return Episode(index=0, env=None, tools=[], messages=[{"role": "user", "content": [{"type": "text", "text": text}]}])
 
 
-def test_a_kept_alive_connection_the_server_closed_is_reopened_without_a_failed_attempt():
+WAYS = ["thread", "event_loop"]
+
+
+def _turns(policy: OpenAIPolicy, texts: list[str], way: str, between=None) -> list:
+    """One episode's turn per text, one after another: from this thread (``generate``) or on one
+    event loop (``agenerate``, as ``eval.runner`` plays them), ``between()`` after each."""
+    if way == "thread":
+        turns = []
+        for text in texts:
+            turns.append(policy.generate([_episode(text)], 8)[0])
+            if between:
+                between()
+                time.sleep(0.05)
+        return turns
+
+    async def play() -> list:
+        turns = []
+        for text in texts:
+            turns.append(await policy.agenerate(_episode(text), 8))
+            if between:
+                between()
+                await asyncio.sleep(0.05)  # the loop sees the close
+        await policy.aclose()
+        return turns
+
+    return asyncio.run(play())
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_a_kept_alive_connection_the_server_closed_is_reopened_without_a_failed_attempt(way):
     with FakeEndpoint(lambda request, attempt: {"content": "<answer>A</answer>"}) as endpoint:
         policy = OpenAIPolicy(endpoint.url, "m", api_key_env="", retries=0)  # no retry to hide a failure
-        for k in range(3):
-            (turn,) = policy.generate([_episode(f"q{k}")], 8)
-            assert turn.error is None
-            endpoint.close_idle_connections()  # the server's keep-alive timeout ran out
-            time.sleep(0.05)
+        # ``between``: the server's keep-alive timeout ran out
+        turns = _turns(policy, [f"q{k}" for k in range(3)], way, between=endpoint.close_idle_connections)
+        assert [t.error for t in turns] == [None] * 3
         assert endpoint.requests == 3 and endpoint.connections == 3
+        assert _turns(policy, ["a", "b"], way) == _turns(policy, ["a", "b"], way)
+        # Two turns, one connection: a thread keeps its own across calls; an event loop's pool ends with the loop.
+        assert endpoint.connections == 3 + {"thread": 1, "event_loop": 2}[way]
 
 
 def test_request_bodies_equal_json_dumps():
@@ -118,7 +149,8 @@ def _scripted_server(replies: list[tuple[bytes, bool]]):
     return listener.getsockname()[1], seen, connections
 
 
-def test_replies_in_chunks_after_1xx_to_the_close_and_broken_ones():
+@pytest.mark.parametrize("way", WAYS)
+def test_replies_in_chunks_after_1xx_to_the_close_and_broken_ones(way):
     """The client's own HTTP/1.1 reply reader on replies a vLLM behind a proxy may send, and on
     broken ones (an error naming what broke, never a hang)."""
     def reply(body: bytes, *lines: str, status: str = "HTTP/1.1 200 OK") -> bytes:
@@ -140,7 +172,7 @@ def test_replies_in_chunks_after_1xx_to_the_close_and_broken_ones():
         (reply(answer("seven"), f"Content-Length: {len(answer('seven'))}"), False),
     ])
     policy = OpenAIPolicy(f"http://127.0.0.1:{port}/v1", "m", api_key_env="", retries=0, timeout=5)
-    turns = [policy.generate([_episode(f"q{k}")], 8)[0] for k in range(7)]
+    turns = _turns(policy, [f"q{k}" for k in range(7)], way)
     assert [t.message["content"] for t in turns[:4]] == ["one", "two", "three", "four"]
     assert [t.error for t in turns[:4]] == [None] * 4
     assert "BadStatusLine" in turns[4].error and "IncompleteRead" in turns[5].error
@@ -181,7 +213,8 @@ def test_a_prediction_that_cannot_be_written_stops_the_run(tmp_path):
         assert endpoint.requests < len(items)  # stopped early, did not run everything unrecorded
 
 
-def test_https_verifies_the_servers_certificate_with_the_environments_ca_bundle(tmp_path, monkeypatch):
+@pytest.mark.parametrize("way", WAYS)
+def test_https_verifies_the_servers_certificate_with_the_environments_ca_bundle(tmp_path, monkeypatch, way):
     import shutil
     import ssl
     import subprocess
@@ -200,11 +233,10 @@ def test_https_verifies_the_servers_certificate_with_the_environments_ca_bundle(
         assert endpoint.url.startswith("https://")
         # Control: the default CA bundle does not know this certificate.
         monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
-        (turn,) = OpenAIPolicy(endpoint.url, "m", api_key_env="", retries=0).generate([_episode("q")], 8)
+        (turn,) = _turns(OpenAIPolicy(endpoint.url, "m", api_key_env="", retries=0), ["q"], way)
         assert turn.error and "SSLCertVerificationError" in turn.error
         monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert))
         policy = OpenAIPolicy(endpoint.url, "m", api_key_env="", retries=0)
-        for k in range(2):
-            (turn,) = policy.generate([_episode(f"q{k}")], 8)
+        for turn in _turns(policy, ["q0", "q1"], way):
             assert turn.error is None and turn.message["content"] == "<answer>A</answer>"
         assert endpoint.connections == 1  # one kept-alive connection (the refused handshake never counted)
