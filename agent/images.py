@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from PIL import Image, ImageEnhance, ImageFile
+from PIL import Image, ImageEnhance
 
 from lookcloser.agent.toolkit import ToolError
 
@@ -68,41 +68,13 @@ def open_image(path: str | Path) -> Image.Image:
 
 def open_checked_image(path: Path, *, source: str | Path = "", rid: object = None, field: str = "images",
                        max_pixels: int = DEFAULT_MAX_PIXELS) -> Image.Image:
-    """``check_image`` then ``open_image``, reading the file once: the same checks, the same errors.
+    """``check_image``'s checks and the decode into RGB on one read of the file
+    (``data_builders.records.verified_image``): every failure, a file that passes the checks but
+    does not decode included, is a ``RecordError`` naming the file, the record and the field."""
+    from lookcloser.data_builders.records import verified_image
 
-    On the one open file: the pixel count before any decoding, PIL's ``verify`` where the format
-    has one of its own (PNG: every chunk's CRC; it consumes the parsed image, so a PNG is parsed
-    again from the same handle), then the decode. For other formats ``verify`` checks nothing
-    (it only closes the file), so it is skipped. When anything fails, the straightforward path
-    runs instead, so the ``RecordError`` is ``check_image``'s own (not found, over the budget,
-    does not decode) and a file that passes it but does not decode raises as ``open_image`` did.
-    """
-    from lookcloser.data_builders.records import check_image
-
-    try:
-        image = _open_once(path, max_pixels)
-    except Exception:  # noqa: BLE001 - check_image reports it below, as it always did
-        image = None
-    if image is None:
-        check_image(path, source=source, rid=rid, field=field, max_pixels=max_pixels)
-        image = open_image(path)  # passed the checks: decode, raising what open_image raised
-    return image
-
-
-def _open_once(path: Path, max_pixels: int) -> Image.Image | None:
-    """``open_checked_image``'s one read: the image, or None (or an error) when a check fails."""
-    if not path.is_file():  # missing, a folder, or a FIFO that would block the open
-        return None
-    with open(path, "rb") as fh:
-        image = Image.open(fh)
-        if image.width * image.height > max_pixels:
-            return None
-        if type(image).verify is not ImageFile.ImageFile.verify:
-            image.verify()
-            fh.seek(0)
-            image = Image.open(fh)
-        with image:
-            image.load()
+    with verified_image(path, source=source, rid=rid, field=field, max_pixels=max_pixels) as image:
+        image.load()
     image.filename = os.fspath(path)  # as if opened by path: file_data_url sends this file's bytes
     return to_rgb(image)
 

@@ -7,6 +7,7 @@ and checked (exists, decodes, not a decompression bomb) before anything trains o
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -173,18 +174,36 @@ class ImageResolver:
 def check_image(path: Path, *, source: str | Path = "", rid: object = None, field: str = "images",
                 max_pixels: int = DEFAULT_MAX_PIXELS) -> tuple[int, int]:
     """Make sure an image exists, decodes and is not a decompression bomb; return (width, height)."""
-    from PIL import Image
+    with verified_image(path, source=source, rid=rid, field=field, max_pixels=max_pixels) as img:
+        return img.size
 
-    if not path.is_file():
+
+@contextlib.contextmanager
+def verified_image(path: Path, *, source: str | Path = "", rid: object = None, field: str = "images",
+                   max_pixels: int = DEFAULT_MAX_PIXELS) -> Iterator:
+    """The image at ``path``, opened once and checked, not yet decoded: the file exists, its pixel
+    count (read from the header, before any decoding) is within ``max_pixels``, and PIL's
+    ``verify`` passes where the format has one of its own (PNG: every chunk's CRC; it consumes the
+    parsed image, so a PNG is parsed again from the same handle; other formats' ``verify`` checks
+    nothing). Any failure, a decode inside the ``with`` block's included, is a ``RecordError``
+    naming the file, the record and the field."""
+    from PIL import Image, ImageFile
+
+    if not path.is_file():  # missing, a folder, or a FIFO that would block the open
         raise RecordError(source, rid, field, f"image file not found: {path}")
     try:
-        with Image.open(path) as img:
+        with open(path, "rb") as fh:
+            img = Image.open(fh)
             width, height = img.size
             if width * height > max_pixels:
                 raise RecordError(source, rid, field, f"image {path} has {width}x{height} pixels, over {max_pixels}")
-            img.verify()
+            if type(img).verify is not ImageFile.ImageFile.verify:
+                img.verify()
+                fh.seek(0)
+                img = Image.open(fh)
+            with img:
+                yield img
     except RecordError:
         raise
     except Exception as err:  # PIL raises many types for broken files
         raise RecordError(source, rid, field, f"image {path} does not decode ({type(err).__name__}: {err})") from err
-    return width, height

@@ -210,8 +210,10 @@ def _outcome(load, path, max_pixels):
 
 
 def test_one_open_checks_and_decodes_like_check_then_open(tmp_path, monkeypatch):
-    """open_checked_image (one open per file) gives the straightforward path's pixels, file bytes
-    sent and errors, on good files of every mode and on missing, broken and oversized ones."""
+    """open_checked_image (one open per file, the checks of check_image's own verified_image) gives
+    the straightforward path's pixels, file bytes sent and errors, on good files of every mode and
+    on missing, broken and oversized ones; a file that passes the checks but does not decode is a
+    RecordError naming it, where the straightforward path raised PIL's bare OSError."""
     from lookcloser.agent.images import open_checked_image, open_image
     from lookcloser.data_builders.records import RecordError
 
@@ -240,6 +242,10 @@ def test_one_open_checks_and_decodes_like_check_then_open(tmp_path, monkeypatch)
     for name in names:
         for max_pixels in (10**8, 1000):  # 40x30 = 1200 pixels: over the second budget
             ours, straight = _outcome(fast, tmp_path / name, max_pixels), _outcome(_straight, tmp_path / name, max_pixels)
+            if name == "cut.jpg" and max_pixels == 10**8:  # passes the checks, fails the decode
+                assert straight[1] == "OSError" and ours[1] == "RecordError"
+                assert ours[2].endswith(f"image {tmp_path / name} does not decode (OSError: {straight[2]})")
+                ours = straight
             assert ours == straight, (name, max_pixels, ours[:3], straight[:3])
             outcomes[name, max_pixels] = ours
     assert [n for n in names if outcomes[n, 10**8][0] == "image"] == names[:7]
@@ -249,14 +255,18 @@ def test_one_open_checks_and_decodes_like_check_then_open(tmp_path, monkeypatch)
     assert "does not decode" in outcomes["crc.png", 10**8][2] and open_image(tmp_path / "crc.png").size == (40, 30)
     assert "record 'r1', field 'images': image file not found" in outcomes["missing.png", 10**8][2]
     assert outcomes["folder.png", 10**8][2] == outcomes["missing.png", 10**8][2].replace("missing", "folder")
-    assert outcomes["cut.jpg", 10**8][1] == "OSError"  # passes the checks, fails the decode: as open_image raises
     with pytest.raises(RecordError, match=r"record 'r1', field 'images': image .*garbage.png does not decode"):
         fast(tmp_path / "garbage.png", 10**8)
+    opened = []
+    real_open = open
+
+    def counting_open(file, *args, **kwargs):
+        opened.append(str(file))
+        return real_open(file, *args, **kwargs)
+
     from lookcloser.data_builders import records
 
-    def second_look(*args, **kwargs):
-        raise AssertionError("a good file was checked a second time")
-
-    monkeypatch.setattr(records, "check_image", second_look)  # good files never take the straightforward path
+    monkeypatch.setattr(records, "open", counting_open, raising=False)  # the module's builtin open
     for name in names[:7]:
         assert fast(tmp_path / name, 10**8).tobytes() == outcomes[name, 10**8][3]
+    assert opened == [str(tmp_path / name) for name in names[:7]]  # each file opened once
