@@ -3,9 +3,10 @@
 Every finished episode is appended to ``predictions.jsonl`` at once (flushed), so a killed run
 loses only the episodes in flight, and a rerun skips what is done. Endpoint episodes run
 ``concurrency`` at a time as coroutines on one event loop (the policy retries each request with
-backoff); local-checkpoint episodes run ``batch_size`` at a time, batched per turn. An episode that ends in an error (the
-endpoint failed after its retries, an image would not open, the context overflowed) is recorded
-with ``status: "failed"`` and its error: it scores 0, is counted and listed, and a rerun tries it
+backoff); local-checkpoint episodes run ``batch_size`` at a time, batched per turn. An episode
+that ends in an error (the endpoint failed after its retries, an image would not open, the context
+overflowed) is recorded with ``status: "failed"`` and its error: it scores 0, is counted and
+listed, and a rerun tries it
 again (``retry_failed``).
 """
 
