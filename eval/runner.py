@@ -6,8 +6,7 @@ loses only the episodes in flight, and a rerun skips what is done. Endpoint epis
 backoff); local-checkpoint episodes run ``batch_size`` at a time, batched per turn. An episode
 that ends in an error (the endpoint failed after its retries, an image would not open, the context
 overflowed) is recorded with ``status: "failed"`` and its error: it scores 0, is counted and
-listed, and a rerun tries it
-again (``retry_failed``).
+listed, and a rerun tries it again (``retry_failed``).
 """
 
 from __future__ import annotations
