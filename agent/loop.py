@@ -94,10 +94,10 @@ def _append_observation(messages: list[dict], observation: str | list | None) ->
 
 
 def _open_episode(index: int, example: dict, factory: Callable, tools: list[dict],
-                  system_prompt: str | None, max_images: int) -> Episode:
+                  system_prompt: str | None, max_images: int, decode: bool = True) -> Episode:
     env = factory()
     try:
-        images = load_example_images(example)
+        images = load_example_images(example, decode=decode)
         row = {**example, "images": images} if images else example
         messages = build_messages(example, images, system_prompt)
         _append_observation(messages, env.reset(**row))
@@ -257,9 +257,11 @@ async def play(policy, env_cls_or_factory: type | Callable, example: dict, *, in
     """``run_episodes`` for one example, on the running event loop, with a policy that has
     ``agenerate`` (``OpenAIPolicy``): the same steps, with ``await`` where the reply comes. A turn
     with tool calls is taken in ``tool_threads`` (the loop's default executor when None): a tool
-    may block (a web search) and must not stall the other episodes. Never raises."""
+    may block (a web search) and must not stall the other episodes. The input images are checked
+    but decoded only when first used (``load_example_images(decode=False)``): an endpoint is sent
+    the files' own bytes. Never raises."""
     tools = tool_schemas(env_class(env_cls_or_factory))
-    episode = _open_episode(index, example, env_cls_or_factory, tools, system_prompt, max_images)
+    episode = _open_episode(index, example, env_cls_or_factory, tools, system_prompt, max_images, decode=False)
     loop = asyncio.get_running_loop()
     try:
         _start(policy, episode)

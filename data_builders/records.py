@@ -180,29 +180,36 @@ def check_image(path: Path, *, source: str | Path = "", rid: object = None, fiel
 
 @contextlib.contextmanager
 def verified_image(path: Path, *, source: str | Path = "", rid: object = None, field: str = "images",
-                   max_pixels: int = DEFAULT_MAX_PIXELS) -> Iterator:
+                   max_pixels: int = DEFAULT_MAX_PIXELS, in_memory: bool = False) -> Iterator:
     """The image at ``path``, opened once and checked, not yet decoded: the file exists, its pixel
     count (read from the header, before any decoding) is within ``max_pixels``, and PIL's
     ``verify`` passes where the format has one of its own (PNG: every chunk's CRC; it consumes the
     parsed image, so a PNG is parsed again from the same handle; other formats' ``verify`` checks
     nothing). Any failure, a decode inside the ``with`` block's included, is a ``RecordError``
-    naming the file, the record and the field."""
+    naming the file, the record and the field. ``in_memory``: the file is read whole and the image
+    parsed from those bytes, so it can still be decoded after the block (lazily, when first used)."""
+    import io
+
     from PIL import Image, ImageFile
 
     if not path.is_file():  # missing, a folder, or a FIFO that would block the open
         raise RecordError(source, rid, field, f"image file not found: {path}")
     try:
         with open(path, "rb") as fh:
-            img = Image.open(fh)
+            stream = io.BytesIO(fh.read()) if in_memory else fh
+            img = Image.open(stream)
             width, height = img.size
             if width * height > max_pixels:
                 raise RecordError(source, rid, field, f"image {path} has {width}x{height} pixels, over {max_pixels}")
             if type(img).verify is not ImageFile.ImageFile.verify:
                 img.verify()
-                fh.seek(0)
-                img = Image.open(fh)
-            with img:
-                yield img
+                stream.seek(0)
+                img = Image.open(stream)
+            if not in_memory:
+                with img:
+                    yield img
+                return
+        yield img  # the file is closed; the image reads its bytes from memory
     except RecordError:
         raise
     except Exception as err:  # PIL raises many types for broken files

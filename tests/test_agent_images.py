@@ -270,3 +270,38 @@ def test_one_open_checks_and_decodes_like_check_then_open(tmp_path, monkeypatch)
     for name in names[:7]:
         assert fast(tmp_path / name, 10**8).tobytes() == outcomes[name, 10**8][3]
     assert opened == [str(tmp_path / name) for name in names[:7]]  # each file opened once
+
+
+def test_undecoded_images_for_an_endpoint_are_the_same_pixels_when_read(tmp_path):
+    """``decode=False`` (endpoint episodes): an RGB file is checked but decoded only when first read,
+    from its bytes in memory (the file may be gone by then); other modes are decoded to RGB as with
+    ``decode=True``; the bytes sent are the same. The trade: a file that passes the checks but does
+    not decode fails where it is first read, not at the open."""
+    from lookcloser.agent.images import open_checked_image
+    from lookcloser.agent.openai_policy import file_data_url
+    from lookcloser.data_builders.records import RecordError
+
+    picture = gradient(40, 30)
+    picture.save(tmp_path / "rgb.jpg", quality=90)
+    picture.save(tmp_path / "rgb.png")
+    picture.convert("CMYK").save(tmp_path / "cmyk.jpg")
+    Image.new("RGBA", (20, 20), (255, 0, 0, 0)).save(tmp_path / "rgba.png")
+    (tmp_path / "cut.jpg").write_bytes((tmp_path / "rgb.jpg").read_bytes()[:-50])
+    for name in ("rgb.jpg", "rgb.png", "cmyk.jpg", "rgba.png"):
+        path = tmp_path / name
+        decoded = open_checked_image(path, rid="r1")
+        lazy = open_checked_image(path, rid="r1", decode=False)
+        sent = file_data_url(lazy, 10**8)
+        assert lazy.size == decoded.size and lazy.mode == decoded.mode == "RGB"
+        assert sent == file_data_url(decoded, 10**8)
+        moved = path.rename(tmp_path / f"gone_{name}")
+        assert lazy.tobytes() == decoded.tobytes(), name  # decoded now, from memory
+        moved.rename(path)
+    lazy = open_checked_image(tmp_path / "cut.jpg", rid="r1", decode=False)
+    assert lazy.size == (40, 30)
+    with pytest.raises(OSError, match="truncated"):
+        lazy.crop((0, 0, 10, 10))
+    with pytest.raises(RecordError, match="cut.jpg does not decode"):
+        open_checked_image(tmp_path / "cut.jpg", rid="r1")
+    with pytest.raises(RecordError, match="over 1000"):
+        open_checked_image(tmp_path / "rgb.png", rid="r1", decode=False, max_pixels=1000)
