@@ -117,6 +117,30 @@ def test_request_bodies_equal_json_dumps():
     assert policy._body({**payload, "tools": "x", "n": 1}, tools) == json.dumps({**payload, "tools": tools, "n": 1}).encode()
 
 
+def test_request_bodies_with_images_spliced_in_equal_json_dumps(tmp_path):
+    """The images' data URLs are spliced into the request after the rest is serialized: the body is
+    still byte for byte ``json.dumps`` of the conversation with the URLs in place."""
+    _photo().save(tmp_path / "photo.jpg", quality=85)
+    photo, drawn = open_image(tmp_path / "photo.jpg"), _photo((30, 20))  # a file's bytes; PNG-encoded
+    tools = [{"type": "function", "function": {"name": "crop", "parameters": {"type": "object"}}}]
+    messages = [
+        {"role": "user", "content": [{"type": "image", "image": photo}, {"type": "text", "text": 'a "quote" \\ é'}]},
+        {"role": "assistant", "content": "Look.", "tool_calls": [
+            {"type": "function", "function": {"name": "crop", "arguments": {"image_index": 0}}}]},
+        {"role": "tool", "name": "crop", "content": [{"type": "text", "text": "cropped"}, {"type": "image", "image": drawn}]},
+        {"role": "user", "content": [{"type": "image", "image": photo}, {"type": "text", "text": "again"}]},
+    ]
+    for tool_images_as in ("tool", "user"):
+        policy = OpenAIPolicy("http://127.0.0.1:9/v1", "m", extra_body={"top_p": 0.9}, tool_images_as=tool_images_as)
+        episode = Episode(index=0, env=None, tools=tools, messages=messages)
+        body = policy._request_body(episode, 8)
+        expected = {"model": "m", "messages": policy.to_openai_messages(messages), "max_tokens": 8,
+                    "temperature": 0.0, "top_p": 0.9, "tools": tools}
+        assert body == json.dumps(expected).encode()
+        assert body.count(b"data:image/jpeg;base64,") == 2 and body.count(b"data:image/png;base64,") == 1
+        assert policy._url_mark.encode() not in body
+
+
 def _scripted_server(replies: list[tuple[bytes, bool]]):
     """A raw loopback TCP server answering request k with ``replies[k]`` (bytes, then close or not):
     replies no HTTP library on the server side writes. Returns (port, requests seen, connections)."""
