@@ -75,9 +75,9 @@ def open_checked_image(path: Path, *, source: str | Path = "", rid: object = Non
     ``decode=False`` (an endpoint's episodes, which send the file's own bytes): an RGB image is
     checked but left undecoded, from the file's bytes in memory, and PIL decodes it when something
     first reads its pixels (a tool, a PNG re-encode); other modes are decoded to RGB as before.
-    Decoding a 1600x1200 JPEG costs ~11 ms, sending its bytes ~0.6 ms. A file that passes the
-    checks but does not decode then fails where it is first read: in a tool (an error observation)
-    or at the server."""
+    Decoding a 1600x1200 JPEG costs ~11 ms, sending its bytes ~0.6 ms. The bytes sent are the ones
+    checked (``checked_bytes``), never the file read again. A file that passes the checks but does
+    not decode then fails where it is first read: in a tool (an error observation) or at the server."""
     from lookcloser.data_builders.records import verified_image
 
     with verified_image(path, source=source, rid=rid, field=field, max_pixels=max_pixels,
@@ -85,6 +85,7 @@ def open_checked_image(path: Path, *, source: str | Path = "", rid: object = Non
         if decode or image.mode != "RGB":
             image.load()
     image.filename = os.fspath(path)  # as if opened by path: file_data_url sends this file's bytes
+    # (or, undecoded, the checked_bytes verified_image kept; a converted image has neither)
     return to_rgb(image)
 
 

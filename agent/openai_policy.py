@@ -85,11 +85,13 @@ def file_data_url(image: Image.Image, max_pixels: int) -> str | None:
             or {"icc_profile", "transparency"} & image.info.keys()
             or ("exif" in image.info and image.getexif().get(_EXIF_ORIENTATION, 1) != 1)):
         return None
-    try:
-        with open(image.filename, "rb") as fh:
-            data = fh.read()
-    except (OSError, TypeError, ValueError):
-        return None
+    data = getattr(image, "checked_bytes", None)  # open_checked_image(decode=False) kept what it checked
+    if data is None:
+        try:
+            with open(image.filename, "rb") as fh:
+                data = fh.read()
+        except (OSError, TypeError, ValueError):
+            return None
     return f"data:{_PASS_THROUGH[image.format]};base64," + base64.b64encode(data).decode("ascii")
 
 

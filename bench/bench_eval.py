@@ -18,11 +18,15 @@ the repeats. Timings cover the agent loop and the prediction file (``run_benchma
 
 ``--parts`` instead splits the client's CPU per item (single thread, ``time.process_time``, the
 least disturbed of 5 passes over ``--parts-items`` items) into its named parts: opening the
-example's images, the tool schemas an episode gets, parsing the reply, one HTTP request and reply.
+example's images (decoded, as a local checkpoint's episodes do, and undecoded, as an endpoint's do),
+the tool schemas an episode gets, parsing the reply, one HTTP request and reply.
 The whole single-thread cost per item is ``--latencies 0.001 --concurrency 1``'s client CPU.
 
     python bench/bench_eval.py [--concurrency 64] [--latencies 0.2 0.02] [--repeats 3] [--baseline DIR]
     python bench/bench_eval.py --parts [--repeats 3] [--baseline DIR]
+
+``--client-processes N`` deals each timed run's items to N forked client processes (a design
+``eval`` does not have, measured rather than argued: their CPU counts as the client's).
 
 ``--photos`` makes every image a 1600x1200 photo-like JPEG (~200 KB), the size of real TIR-Bench
 images, where decoding (~11 ms a photo) is what a client can spend its CPU on.
@@ -109,29 +113,54 @@ def import_lookcloser_from(tree: Path) -> None:
     sys.meta_path.insert(0, TreeFinder)
 
 
-def client(url: str, data: str, concurrency: int, limit: int, out: str) -> None:
+def client(url: str, data: str, concurrency: int, limit: int, out: str, processes: int = 1) -> None:
     """One timed client run, in its own process (``--client``); the code is the checkout in the
-    working directory (ours or ``--baseline``). Prints its JSON result."""
+    working directory (ours or ``--baseline``). Prints its JSON result. ``processes`` > 1: the
+    timed run's items are dealt to that many forked processes (``concurrency / processes`` episodes
+    in flight in each, on its own event loop), a design ``eval`` does not have, measured here; their
+    CPU counts as the client's."""
+    import resource
+
     import_lookcloser_from(Path.cwd())
     from lookcloser.agent.openai_policy import OpenAIPolicy
     from lookcloser.eval import runner
     from lookcloser.eval.config import EvalConfig
     from lookcloser.eval.loaders import load_benchmark
-    from lookcloser.eval.runner import env_factory, run_benchmark
+    from lookcloser.eval.runner import PredictionStore, env_factory, run_benchmark
 
     items = load_benchmark("tir_bench", data)[:limit]
 
-    def run(items, out: Path) -> dict:
+    def run(items, out: Path, concurrency: int = concurrency) -> dict:
         cfg = EvalConfig(model=url, concurrency=concurrency, save_trajectories=False, request_timeout=30.0)
         policy = OpenAIPolicy(url, "fake-model", timeout=30.0, max_workers=1)
         return run_benchmark("tir_bench", items, policy, cfg, out, env_factory("tir_bench", cfg))
 
+    def run_forked(items, out: Path) -> dict:
+        children = []
+        for k in range(processes):
+            pid = os.fork()
+            if pid == 0:  # the child: its share, then gone without running the parent's cleanup
+                code = 1
+                try:
+                    run(items[k::processes], out / f"share_{k}", max(1, concurrency // processes))
+                    code = 0
+                finally:
+                    os._exit(code)
+            children.append(pid)
+        if any(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children):
+            raise SystemExit("error: a forked client process failed (its traceback is above)")
+        predictions = {}
+        for k in range(processes):
+            predictions.update(PredictionStore(out / f"share_{k}" / "predictions.jsonl").load())
+        return predictions
+
     run(items[:64], Path(out) / "warmup")  # imports, connections
     print("ready", flush=True)
     sys.stdin.readline()  # the parent reads the server's counters, then says go
-    cpu, begin = time.process_time(), time.perf_counter()
-    predictions = run(items, Path(out) / "run")
-    seconds, cpu = time.perf_counter() - begin, time.process_time() - cpu
+    children_cpu = lambda: sum(getattr(resource.getrusage(resource.RUSAGE_CHILDREN), f) for f in ("ru_utime", "ru_stime"))
+    cpu, begin = time.process_time() + children_cpu(), time.perf_counter()
+    predictions = run(items, Path(out) / "run") if processes == 1 else run_forked(items, Path(out) / "run")
+    seconds, cpu = time.perf_counter() - begin, time.process_time() + children_cpu() - cpu
     records = {k: {"status": r["status"], "response": r["response"]} for k, r in predictions.items()}
     print(json.dumps({"seconds": seconds, "client_cpu_s": cpu, "items": len(items), "records": records,
                       "code": [runner.__file__, sys.modules[OpenAIPolicy.__module__].__file__],
@@ -167,6 +196,7 @@ def parts_client(url: str, data: str, n_items: int, passes: int) -> None:
     body = policy._body({"model": "fake-model", "messages": messages, "max_tokens": 512, "temperature": 0.0}, tools)
     parts = {
         "open_example_images": lambda: [load_example_images(ex) for ex in examples],
+        "open_example_images_undecoded": lambda: [load_example_images(ex, decode=False) for ex in examples],
         "tool_schemas": lambda: [tool_schemas(ImageToolEnv) for _ in examples],
         "parse_reply": lambda: [parse_assistant_text(text, tools=tools) for text in replies],
         "http_request_reply": lambda: [policy._post(body) for _ in examples],
@@ -204,10 +234,11 @@ def parts(data: Path, args) -> dict:
     return {name: {part: _spread(these, part, 3) for part in these[0]} for name, these in runs.items()}
 
 
-def measure(server: _Server, tree: Path, data: Path, concurrency: int, limit: int, out: Path) -> dict:
+def measure(server: _Server, tree: Path, data: Path, concurrency: int, limit: int, out: Path,
+            processes: int = 1) -> dict:
     """A client run of ``tree``'s code in a fresh process, with the server's counters around it."""
     command = [sys.executable, str(Path(__file__).resolve()), "--client", server.url, str(data), str(concurrency),
-               str(limit), str(out)]
+               str(limit), str(out), str(processes)]
     with subprocess.Popen(command, cwd=tree, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True) as child:
         ready = child.stdout.readline()
@@ -245,7 +276,7 @@ def at_latency(latency: float, gold: dict, data: Path, n_items: int, args, tmp: 
             order = list(trees) if repeat % 2 == 0 else list(trees)[::-1]  # interleaved, alternating first
             for name in order:
                 runs[name].append(measure(server, trees[name], data, args.concurrency, n_items,
-                                          tmp / f"{name}_{latency}_{repeat}"))
+                                          tmp / f"{name}_{latency}_{repeat}", args.client_processes))
         n_sequential = min(n_items, max(50, round(args.sequential_seconds / latency)))
         sequential = measure(server, ROOT, data, 1, n_sequential, tmp / f"sequential_{latency}")
     finally:
@@ -273,9 +304,9 @@ def at_latency(latency: float, gold: dict, data: Path, n_items: int, args, tmp: 
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--client":
-        url, data, concurrency, limit, out = sys.argv[2:7]
+        url, data, concurrency, limit, out, processes = sys.argv[2:8]
         logging.basicConfig(level=logging.WARNING)
-        client(url, data, int(concurrency), int(limit), out)
+        client(url, data, int(concurrency), int(limit), out, int(processes))
         return
     if len(sys.argv) > 1 and sys.argv[1] == "--parts-client":
         url, data, n_items, passes = sys.argv[2:6]
@@ -290,6 +321,11 @@ def main() -> None:
                         help="root of another checkout whose client runs alternately with ours")
     parser.add_argument("--sequential-seconds", type=float, default=20.0,
                         help="the sequential baseline runs max(50, this / latency) items, measured")
+    parser.add_argument("--items", type=int, default=None,
+                        help="the first N items only (a quick check; the figures are for all 1,215)")
+    parser.add_argument("--client-processes", type=int, default=1,
+                        help="deal each timed run's items to this many forked client processes (a design "
+                             "eval does not have, measured: concurrency / N episodes in flight in each)")
     parser.add_argument("--parts", action="store_true",
                         help="instead: the client's CPU per item by part (images, schemas, parsing, HTTP), "
                              "single thread, ours and --baseline alternately, --repeats times")
@@ -300,6 +336,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.baseline and not (Path(args.baseline) / "eval" / "runner.py").is_file():
         parser.error(f"--baseline {args.baseline}: no eval/runner.py there")
+    if args.items is not None and args.items < 1:
+        parser.error(f"--items {args.items}: must be at least 1")
+    if not 1 <= args.client_processes <= args.concurrency:
+        parser.error(f"--client-processes {args.client_processes}: must be from 1 to --concurrency")
     logging.basicConfig(level=logging.WARNING)
 
     from lookcloser.eval.fixtures import TIR_TASK_COUNTS, write_tir_bench
@@ -313,7 +353,7 @@ def main() -> None:
         write_tir_bench(tmp / "tir_bench", TIR_TASK_COUNTS)
         if args.photos:
             _photos(tmp / "tir_bench")
-        items = load_benchmark("tir_bench", tmp / "tir_bench")
+        items = load_benchmark("tir_bench", tmp / "tir_bench")[:args.items]
         load_s = time.perf_counter() - start
         # The prompts are unique ("[n] ..."): the server answers each with its gold answer.
         gold = {it.example["question"]: gold_response(it) for it in items}
@@ -331,6 +371,7 @@ def main() -> None:
     print(_compact(json.dumps({
         "benchmark": "eval client: TIR-Bench-sized run against a loopback OpenAI-compatible endpoint",
         "images": "1600x1200 JPEG photos" if args.photos else "the fixture's small drawings",
+        "client_processes": args.client_processes,
         "items": len(items),
         "format": "[median, min, max] over the repeats",
         "runs": runs,

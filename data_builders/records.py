@@ -178,37 +178,74 @@ def check_image(path: Path, *, source: str | Path = "", rid: object = None, fiel
         return img.size
 
 
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def png_chunks_intact(data: bytes) -> bool:
+    """Every chunk of a PNG file, up to its IEND, is whole and its CRC matches: what PIL's
+    ``verify`` checks for a PNG, at C speed and without parsing the image again after it.
+
+    >>> import zlib
+    >>> chunk = lambda kind, body: (len(body).to_bytes(4, "big") + kind + body
+    ...                             + zlib.crc32(kind + body).to_bytes(4, "big"))
+    >>> good = PNG_SIGNATURE + chunk(b"IHDR", bytes(13)) + chunk(b"IEND", b"")
+    >>> png_chunks_intact(good), png_chunks_intact(good[:-1]), png_chunks_intact(good[:20] + b"x" + good[21:])
+    (True, False, False)
+    """
+    import zlib
+
+    view, pos, size = memoryview(data), len(PNG_SIGNATURE), len(data)
+    while pos + 12 <= size:
+        length = int.from_bytes(view[pos:pos + 4], "big")
+        end = pos + 8 + length
+        if end + 4 > size or zlib.crc32(view[pos + 4:end]) != int.from_bytes(view[end:end + 4], "big"):
+            return False
+        if view[pos + 4:pos + 8] == b"IEND":
+            return True
+        pos = end + 4
+    return False  # cut before its IEND
+
+
 @contextlib.contextmanager
 def verified_image(path: Path, *, source: str | Path = "", rid: object = None, field: str = "images",
                    max_pixels: int = DEFAULT_MAX_PIXELS, in_memory: bool = False) -> Iterator:
     """The image at ``path``, opened once and checked, not yet decoded: the file exists, its pixel
-    count (read from the header, before any decoding) is within ``max_pixels``, and PIL's
-    ``verify`` passes where the format has one of its own (PNG: every chunk's CRC; it consumes the
-    parsed image, so a PNG is parsed again from the same handle; other formats' ``verify`` checks
-    nothing). Any failure, a decode inside the ``with`` block's included, is a ``RecordError``
-    naming the file, the record and the field. ``in_memory``: the file is read whole and the image
-    parsed from those bytes, so it can still be decoded after the block (lazily, when first used)."""
+    count (read from the header, before any decoding) is within ``max_pixels``, and the checks of
+    PIL's ``verify`` pass where the format has one of its own (PNG: every chunk whole, its CRC
+    right, ``png_chunks_intact``; other formats' ``verify`` checks nothing). Any failure, a decode
+    inside the ``with`` block's included, is a ``RecordError`` naming the file, the record and the
+    field. ``in_memory``: the file is read whole and the image parsed from those bytes, so it can
+    still be decoded after the block (lazily, when first used); its ``checked_bytes`` are the bytes
+    checked (send those: the file may have changed since). A PNG is read whole either way."""
     import io
 
-    from PIL import Image, ImageFile
+    from PIL import Image, ImageFile, PngImagePlugin
 
-    if not path.is_file():  # missing, a folder, or a FIFO that would block the open
+    if not os.path.isfile(path):  # missing, a folder, or a FIFO that would block the open
         raise RecordError(source, rid, field, f"image file not found: {path}")
     try:
         with open(path, "rb") as fh:
-            stream = io.BytesIO(fh.read()) if in_memory else fh
+            data = fh.read() if in_memory else None
+            if data is None and fh.read(len(PNG_SIGNATURE)) == PNG_SIGNATURE:
+                data = PNG_SIGNATURE + fh.read()  # its check reads every chunk anyway
+            fh.seek(0)
+            if data is not None and data.startswith(PNG_SIGNATURE) and not png_chunks_intact(data):
+                raise RecordError(source, rid, field, f"image {path} does not decode (a PNG chunk is cut short "
+                                                      "or fails its CRC)")
+            stream = fh if data is None else io.BytesIO(data)
             img = Image.open(stream)
             width, height = img.size
             if width * height > max_pixels:
                 raise RecordError(source, rid, field, f"image {path} has {width}x{height} pixels, over {max_pixels}")
-            if type(img).verify is not ImageFile.ImageFile.verify:
-                img.verify()
+            if type(img).verify not in (ImageFile.ImageFile.verify, PngImagePlugin.PngImageFile.verify):
+                img.verify()  # a format with a check of its own (in Pillow 11-13 PNG's is the only one)
                 stream.seek(0)
                 img = Image.open(stream)
             if not in_memory:
                 with img:
                     yield img
                 return
+        img.checked_bytes = data
         yield img  # the file is closed; the image reads its bytes from memory
     except RecordError:
         raise

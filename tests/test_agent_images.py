@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import functools
 import math
 
@@ -297,6 +298,10 @@ def test_undecoded_images_for_an_endpoint_are_the_same_pixels_when_read(tmp_path
         moved = path.rename(tmp_path / f"gone_{name}")
         assert lazy.tobytes() == decoded.tobytes(), name  # decoded now, from memory
         moved.rename(path)
+    lazy = open_checked_image(tmp_path / "rgb.jpg", rid="r1", decode=False)
+    checked = (tmp_path / "rgb.jpg").read_bytes()
+    (tmp_path / "rgb.jpg").write_bytes(b"changed since")  # the bytes sent are the ones checked at the open
+    assert file_data_url(lazy, 10**8) == "data:image/jpeg;base64," + base64.b64encode(checked).decode()
     lazy = open_checked_image(tmp_path / "cut.jpg", rid="r1", decode=False)
     assert lazy.size == (40, 30)
     with pytest.raises(OSError, match="truncated"):
