@@ -47,6 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -140,11 +141,14 @@ def client(url: str, data: str, concurrency: int, limit: int, out: str, processe
         for k in range(processes):
             pid = os.fork()
             if pid == 0:  # the child: its share, then gone without running the parent's cleanup
-                code = 1
+                code = 0
                 try:
                     run(items[k::processes], out / f"share_{k}", max(1, concurrency // processes))
-                    code = 0
+                except BaseException:  # noqa: BLE001 - shown here, reported by the parent's exit status
+                    traceback.print_exc()
+                    code = 1
                 finally:
+                    sys.stderr.flush()
                     os._exit(code)
             children.append(pid)
         if any(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children):
