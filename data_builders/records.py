@@ -225,11 +225,10 @@ def verified_image(path: Path, *, source: str | Path = "", rid: object = None, f
         raise RecordError(source, rid, field, f"image file not found: {path}")
     try:
         with open(path, "rb") as fh:
-            data = fh.read() if in_memory else None
-            if data is None and fh.read(len(PNG_SIGNATURE)) == PNG_SIGNATURE:
-                data = PNG_SIGNATURE + fh.read()  # its check reads every chunk anyway
+            is_png = fh.read(len(PNG_SIGNATURE)) == PNG_SIGNATURE
             fh.seek(0)
-            if data is not None and data.startswith(PNG_SIGNATURE) and not png_chunks_intact(data):
+            data = fh.read() if in_memory or is_png else None  # a PNG's check reads every chunk anyway
+            if is_png and not png_chunks_intact(data):
                 raise RecordError(source, rid, field, f"image {path} does not decode (a PNG chunk is cut short "
                                                       "or fails its CRC)")
             stream = fh if data is None else io.BytesIO(data)
