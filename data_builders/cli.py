@@ -1,4 +1,4 @@
-"""``python -m data_builders {mir,imagenet-think,synthetic,difficulty} ... --out DIR``.
+"""``python -m data_builders {mir,imagenet-think,synthetic,difficulty,heldout} ... --out DIR``.
 
 Every command writes a Hugging Face data set (``save_to_disk`` layout, or ``--format parquet``)
 with a progress bar, then prints a summary: read N, written M, skipped K by reason.
@@ -161,6 +161,11 @@ def run(args: argparse.Namespace) -> BuildReport:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["heldout"]:  # held-out benchmark folders: a command of its own (data_builders.heldout)
+        from lookcloser.data_builders.heldout import main as heldout_main
+
+        return heldout_main(argv[1:])
     try:
         run(build_parser().parse_args(argv))
     except (RecordError, RecipeError) as err:  # a bad record or a bad command line: one line, exit 2

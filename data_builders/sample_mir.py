@@ -12,6 +12,7 @@ so without the reference context only the pixels answer (chance: 0.375).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import sys
@@ -153,8 +154,27 @@ def balanced_answers(rng: random.Random, n: int, n_options: int) -> list[int]:
     return answers
 
 
-def generate_sample(out_dir: str | Path, per_family: int = 16, seed: int = 0) -> Path:
-    """Write ``all_data_rel.json`` and its images under ``out_dir``; return the JSON path."""
+def pixel_digest(img: Image.Image) -> str:
+    """sha1 of a picture's RGB pixels and size: equal pictures, whatever their file's bytes."""
+    rgb = img.convert("RGB")
+    return hashlib.sha1(repr(rgb.size).encode() + rgb.tobytes()).hexdigest()
+
+
+def _digests(out: Path, rels: list[str]) -> set[str]:
+    digests = set()
+    for rel in rels:
+        with Image.open(out / rel) as img:
+            digests.add(pixel_digest(img))
+    return digests
+
+
+def generate_sample(out_dir: str | Path, per_family: int = 16, seed: int = 0, avoid: set[str] | None = None) -> Path:
+    """Write ``all_data_rel.json`` and its images under ``out_dir``; return the JSON path.
+
+    ``avoid``: pixel digests of pictures that must not appear (a held-out set avoids the training
+    pictures: one blue square in a 2x2 grid has only ~100 placements). A record that draws one is
+    drawn again, with the same answer.
+    """
     out = Path(out_dir)
     rng = random.Random(seed)
     records = []
@@ -162,6 +182,12 @@ def generate_sample(out_dir: str | Path, per_family: int = 16, seed: int = 0) ->
         (out / family).mkdir(parents=True, exist_ok=True)
         for i, answer in enumerate(balanced_answers(rng, per_family, N_OPTIONS[family])):
             record = make(rng, i, out, answer)
+            for _ in range(1000):
+                if not avoid or not _digests(out, record["images"]) & avoid:
+                    break
+                record = make(rng, i, out, answer)
+            else:
+                raise ValueError(f"{family}: could not draw a picture outside the {len(avoid)} to avoid")
             records.append({"id": f"{family}_{i:03d}", "subtask": family, **record})
     path = out / "all_data_rel.json"
     path.write_text(json.dumps(records, indent=1) + "\n", encoding="utf-8")

@@ -93,12 +93,13 @@ def _tool_success(m: dict) -> float:
 
 
 def test_held_out_seed_never_trained_on(tool_run):
-    train = {json.dumps(r["meta_data"]["source_image"]) + r["prompt"] for r in
-             json.loads((tool_run["data"]["train"] / "TIR-Bench.json").read_text())}
-    heldout = json.loads((tool_run["data"]["heldout"] / "TIR-Bench.json").read_text())
-    settings = [json.loads((tool_run["data"][s] / "settings.json").read_text())["seed"] for s in ("train", "heldout")]
-    assert settings == [1, 1001] and len(heldout) == 60
-    assert sum(json.dumps(r["meta_data"]["source_image"]) + r["prompt"] in train for r in heldout) < len(heldout)
+    from lookcloser.data_builders.heldout import HELDOUT_SEEDS, pixel_digests
+
+    heldout = json.loads((tool_run["data"]["heldout"] / "tir_bench" / "TIR-Bench.json").read_text())
+    settings = {s: json.loads((tool_run["data"][s] / "settings.json").read_text()) for s in ("train", "heldout")}
+    assert settings["train"]["seed"] not in HELDOUT_SEEDS and settings["heldout"]["heldout_seed"] in HELDOUT_SEEDS
+    assert len(heldout) == 60
+    assert not set(pixel_digests(tool_run["data"]["heldout"])) & set(pixel_digests(tool_run["data"]["train"]))
 
 
 def test_cold_start_learned_to_crop(tool_run):

@@ -30,10 +30,12 @@ def test_data_stage_builds_train_and_held_out_roots(tmp_path, tiny_model_dir):
 
     built = build(ToolTaskArguments(output_dir=str(tmp_path), count=3, heldout_count=2,
                                     model_name_or_path=str(tiny_model_dir)))
-    items = load_tir_bench(built["heldout"])  # what python -m eval --benchmarks tir_bench reads
+    items = load_tir_bench(built["heldout"] / "tir_bench")  # what python -m eval --data_root heldout reads
     assert len(items) == 2 and items[0].tags["task"] == ["visual_search"]
-    seeds = [json.loads((built[s] / "settings.json").read_text())["seed"] for s in ("train", "heldout")]
-    assert seeds == [1, 1001] and (built["train"] / "sft").is_dir() and (built["train"] / "grpo").is_dir()
+    settings = {s: json.loads((built[s] / "settings.json").read_text()) for s in ("train", "heldout")}
+    assert settings["train"]["seed"] == 1 and settings["heldout"]["heldout_seed"] == 1001
+    assert (built["train"] / "sft").is_dir() and (built["train"] / "grpo").is_dir()
+    assert not (built["heldout"] / "sft").exists()  # held out: evaluated, never a training set
 
 
 def test_direct_ratio_mixes_answers_without_a_tool_into_the_training_cold_start(tmp_path, tiny_model_dir):
@@ -45,15 +47,17 @@ def test_direct_ratio_mixes_answers_without_a_tool_into_the_training_cold_start(
 
     built = build(ToolTaskArguments(output_dir=str(tmp_path), count=12, heldout_count=4, direct_ratio=0.5,
                                     model_name_or_path=str(tiny_model_dir)))
-    train, held = load_from_disk(str(built["train"] / "sft")), load_from_disk(str(built["heldout"] / "sft"))
+    train = load_from_disk(str(built["train"] / "sft"))
     answers = {str(r["id"]): r["answer"] for r in json.loads((built["train"] / "TIR-Bench.json").read_text())}
     direct = [r for r in train if len(r["messages"]) == 2]
     assert 0 < len(direct) < len(train) == 12  # both kinds, every task kept
     for r in direct:  # the question, then the oracle's answer at once, with the input picture only
         assert r["messages"][1]["content"] == f"<think>{DIRECT_THINK}</think><answer>{answers[r['id']]}</answer>"
         assert len(r["images"]) == 1 and not r["messages"][1].get("tool_calls")
-    assert all(len(r["messages"]) == 4 for r in held)  # the held-out split is evaluated, never mixed
     assert len(load_from_disk(str(built["train"] / "look"))) == 12  # the look warm-up keeps every task
     with pytest.raises(ValueError, match="direct_ratio must be between 0 and 1"):
         build(ToolTaskArguments(output_dir=str(tmp_path / "bad"), count=2, direct_ratio=1.5,
+                                model_name_or_path=str(tiny_model_dir)))
+    with pytest.raises(ValueError, match="reserved for held-out data"):
+        build(ToolTaskArguments(output_dir=str(tmp_path / "bad"), count=2, seed=1001, heldout_seed=1002,
                                 model_name_or_path=str(tiny_model_dir)))

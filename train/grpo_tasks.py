@@ -3,10 +3,11 @@
     python train/grpo_tasks.py --output_dir outputs/tool_curriculum/data --tasks visual_search
     (a stage of recipes/tool_curriculum.yaml: `script: train/grpo_tasks.py`)
 
-Writes ``output_dir/train`` (seed ``seed``) and ``output_dir/heldout`` (seed ``heldout_seed``),
-each a TIR-Bench data root (``TIR-Bench.json`` + ``data/``, what ``python -m eval --benchmarks
-tir_bench --data_root`` reads) with the GRPO prompts (``grpo/``) and the oracle tool trajectories
-(``sft/``, the cold start). The generator's defaults are the task's (data_builders.synthetic);
+Writes ``output_dir/train`` (seed ``seed``): a TIR-Bench data root (``TIR-Bench.json`` + ``data/``)
+with the GRPO prompts (``grpo/``) and the oracle tool trajectories (``sft/``, the cold start); and
+``output_dir/heldout`` (seed ``heldout_seed``, a reserved held-out seed) through the one held-out
+writer, ``data_builders.heldout`` (``heldout/tir_bench``: pictures drawn fresh from that seed), which
+``python -m eval --benchmarks tir_bench --data_root output_dir/heldout`` reads. The generator's defaults are the task's (data_builders.synthetic);
 ``model_pixels`` comes from the processor of ``model_name_or_path``, so the answer is unreadable at
 the resolution that model actually sees. A folder built with the same settings is kept.
 """
@@ -17,6 +18,8 @@ import json
 import logging
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from lookcloser.data_builders.heldout import HELDOUT_SEEDS
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +34,8 @@ class ToolTaskArguments:
     count: int = field(default=400, metadata={"help": "Training tasks."})
     seed: int = field(default=1, metadata={"help": "Seed of the training tasks."})
     heldout_count: int = field(default=60, metadata={"help": "Held-out tasks (0: none)."})
-    heldout_seed: int = field(default=1001, metadata={"help": "Seed of the held-out tasks; never train on it."})
+    heldout_seed: int = field(default=1001, metadata={
+        "help": "Seed of the held-out tasks, in data_builders.heldout.HELDOUT_SEEDS (1000-9999); never trained on."})
     environment: str = field(default="crop", metadata={
         "help": "Agent environment whose tools the oracle calls and the SFT data lists (crop; tir_bench: all)."})
     model_name_or_path: str = field(default="lookcloser/tiny-qwen3-vl", metadata={
@@ -54,13 +58,17 @@ def model_pixels(name_or_path: str) -> int:
 
 def build(args: ToolTaskArguments) -> dict[str, Path]:
     from lookcloser.agent.oracle import build_synthetic
+    from lookcloser.data_builders.heldout import check_seed, write_heldout
     from lookcloser.data_builders.synthetic import SyntheticConfig
     from lookcloser.train.grpo_lib.data import BUNDLED_IMAGES, generated_images, resolve_path
 
     if not 0.0 <= args.direct_ratio <= 1.0:
         raise ValueError(f"direct_ratio must be between 0 and 1, not {args.direct_ratio}")
-    if args.seed == args.heldout_seed:
-        raise ValueError("heldout_seed must differ from seed: the held-out tasks are a seed never trained on")
+    if args.heldout_count > 0:
+        check_seed(args.heldout_seed)
+    if args.seed in HELDOUT_SEEDS:
+        raise ValueError(f"seed {args.seed} is reserved for held-out data ({HELDOUT_SEEDS.start}-"
+                         f"{HELDOUT_SEEDS.stop - 1}): train on another")
     out = Path(args.output_dir)
     if args.images == "generated" or (args.images is None and not BUNDLED_IMAGES.is_dir()):
         source = generated_images(out / "source_images", seed=args.seed)
@@ -68,23 +76,28 @@ def build(args: ToolTaskArguments) -> dict[str, Path]:
         source = resolve_path(args.images) if args.images else BUNDLED_IMAGES
     pixels = model_pixels(args.model_name_or_path)
     built = {}
-    for split, count, seed in (("train", args.count, args.seed), ("heldout", args.heldout_count, args.heldout_seed)):
-        if count <= 0:
+    cfg = SyntheticConfig(seed=args.seed, tasks=tuple(args.tasks), search_grid=args.search_grid, model_pixels=pixels)
+    settings = {"source": str(source.resolve()), "count": args.count, "environment": args.environment,
+                **({"direct_ratio": args.direct_ratio} if args.direct_ratio else {}),
+                **{k: list(v) if isinstance(v, tuple) else v for k, v in asdict(cfg).items()}}
+    # The held-out split comes from the one held-out writer (fresh pictures from its own seed).
+    heldout = {"heldout_seed": args.heldout_seed, "heldout_count": args.heldout_count, "tasks": list(args.tasks),
+               "model_pixels": pixels, "writer": "data_builders.heldout"}
+    for split, wanted, make in (("train", settings, lambda target: build_synthetic(
+            source, target, args.count, cfg, progress=False, environment=args.environment,
+            direct_ratio=args.direct_ratio)), ("heldout", heldout, lambda target: write_heldout(
+            target, args.heldout_seed, ("tir_bench",), tir_count=args.heldout_count, tir_tasks=tuple(args.tasks),
+            model_pixels=pixels))):
+        if split == "heldout" and args.heldout_count <= 0:
             continue
-        cfg = SyntheticConfig(seed=seed, tasks=tuple(args.tasks), search_grid=args.search_grid, model_pixels=pixels)
-        direct = args.direct_ratio if split == "train" else 0.0  # the held-out split is only ever evaluated
-        settings = {"source": str(source.resolve()), "count": count, "environment": args.environment,
-                    **({"direct_ratio": direct} if direct else {}),
-                    **{k: list(v) if isinstance(v, tuple) else v for k, v in asdict(cfg).items()}}
         target = out / split
         marker = target / "settings.json"
-        if marker.is_file() and json.loads(marker.read_text(encoding="utf-8")) == settings:
+        if marker.is_file() and json.loads(marker.read_text(encoding="utf-8")) == wanted:
             logger.info("%s: kept (same settings) %s", split, target)
         else:
-            build_synthetic(source, target, count, cfg, progress=False, environment=args.environment,
-                            direct_ratio=direct)
-            marker.write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
-            logger.info("%s: %d tasks (seed %d, model pixels %d) -> %s", split, count, seed, pixels, target)
+            make(target)
+            marker.write_text(json.dumps(wanted, indent=1) + "\n", encoding="utf-8")
+            logger.info("%s: built (model pixels %d) -> %s", split, pixels, target)
         built[split] = target
     return built
 

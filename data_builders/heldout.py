@@ -1,0 +1,145 @@
+"""Held-out data for the benchmarks, in each one's official layout, from the training generators.
+
+    python -m data_builders heldout --out outputs/heldout/8008 --seed 8008
+    python -m eval --model CKPT --data_root outputs/heldout/8008
+
+Writes ``OUT/mir`` (MIR's ``all_data_rel.json`` + images, ``sample_mir``'s families) and
+``OUT/tir_bench`` (``TIR-Bench.json`` + ``data/``, the synthetic TIR-style tasks the tool curriculum
+trains on), each a folder ``python -m eval --data_root OUT`` finds by name. DISBench and ImageMining
+have no generator yet: asking for them is an error, not an empty folder.
+
+Held out means three things (tests/test_heldout.py checks them):
+
+- the seed lies in ``HELDOUT_SEEDS``, a range no recipe trains on (recipes use seeds below 1000);
+- the source pictures are drawn fresh from that seed (the TIR tasks are built on the held-out MIR
+  pictures, never on the bundled training pictures);
+- no held-out picture equals a training picture, byte for byte in its pixels (``pixel_digests``).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+HELDOUT_SEEDS = range(1000, 10000)
+GENERATED = ("tir_bench", "mir")
+NOT_YET = ("disbench", "imagemining")  # generators still to come (their folders are never written empty)
+# The embedded default's pixel budget (128 x 128): visual_search sizes its canvas so that the target is
+# unreadable without the crop at the resolution the model sees. A larger model: pass its processor's.
+DEFAULT_MODEL_PIXELS = 128 * 128
+
+
+def check_seed(seed: int) -> None:
+    if seed not in HELDOUT_SEEDS:
+        raise ValueError(f"--seed {seed} is not a held-out seed: held-out data uses seeds "
+                         f"{HELDOUT_SEEDS.start}-{HELDOUT_SEEDS.stop - 1}, which no recipe trains on")
+
+
+# The bundled training pictures (data/mir_sample, data/mir_train) where the checkout has them.
+TRAINING_PICTURES = Path(__file__).resolve().parents[1] / "data"
+
+
+def write_mir(out: Path, seed: int, per_family: int = 16) -> Path:
+    """MIR records from ``sample_mir``'s families, redrawn wherever a picture equals a training one."""
+    from lookcloser.data_builders.sample_mir import generate_sample
+
+    generate_sample(out, per_family=per_family, seed=seed, avoid=set(pixel_digests(TRAINING_PICTURES)))
+    return out
+
+
+def write_tir_bench(out: Path, seed: int, count: int, tasks: tuple[str, ...], source: Path,
+                    model_pixels: int = DEFAULT_MODEL_PIXELS) -> Path:
+    """TIR-Bench.json + data/ from ``source`` pictures, with the tool curriculum's generator settings."""
+    from lookcloser.data_builders.synthetic import SyntheticConfig, generate_items
+
+    cfg = SyntheticConfig(seed=seed, tasks=tuple(tasks), model_pixels=model_pixels)
+    records = [item.record for item in generate_items(source, out, count, cfg)]
+    (out / "TIR-Bench.json").write_text(json.dumps(records, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    return out
+
+
+def write_heldout(out_dir: str | Path, seed: int, benchmarks: tuple[str, ...] = GENERATED, *,
+                  mir_per_family: int = 16, tir_count: int = 60, tir_tasks: tuple[str, ...] | None = None,
+                  model_pixels: int = DEFAULT_MODEL_PIXELS) -> dict[str, Path]:
+    """Write each requested benchmark under ``out_dir/<name>``; written to a temporary folder first, so
+    an interrupted run leaves nothing that looks finished."""
+    from lookcloser.data_builders.synthetic import TASKS
+
+    check_seed(seed)
+    unknown = [b for b in benchmarks if b not in GENERATED + NOT_YET]
+    if unknown:
+        raise ValueError(f"--benchmarks: unknown {unknown}; choose from {', '.join(GENERATED + NOT_YET)}")
+    missing = [b for b in benchmarks if b in NOT_YET]
+    if missing:
+        raise ValueError(f"--benchmarks: no held-out generator for {missing} yet (this command writes "
+                         f"{', '.join(GENERATED)})")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    work = out / f".partial-{seed}"
+    shutil.rmtree(work, ignore_errors=True)
+    # The MIR pictures are the TIR tasks' source pictures too: fresh from this seed, never training's.
+    pictures = write_mir(work / "mir", seed, mir_per_family)
+    written = {}
+    try:
+        if "tir_bench" in benchmarks:
+            written["tir_bench"] = write_tir_bench(work / "tir_bench", seed, tir_count, tuple(tir_tasks or TASKS),
+                                                   pictures, model_pixels)
+        if "mir" in benchmarks:
+            written["mir"] = pictures
+        for name, folder in written.items():
+            target = out / name
+            shutil.rmtree(target, ignore_errors=True)
+            folder.rename(target)
+            written[name] = target
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return written
+
+
+def pixel_digests(folder: str | Path) -> dict[str, Path]:
+    """Pixel digest (``sample_mir.pixel_digest``) -> path of every picture under ``folder`` ({} if none)."""
+    from PIL import Image
+
+    from lookcloser.data_builders.sample_mir import pixel_digest
+
+    digests = {}
+    for path in sorted(Path(folder).rglob("*")) if Path(folder).is_dir() else []:
+        if path.suffix.lower() in (".png", ".jpg", ".jpeg", ".webp"):
+            with Image.open(path) as img:
+                digests[pixel_digest(img)] = path
+    return digests
+
+
+def main(argv: list[str] | None = None) -> int:
+    from lookcloser.recipes import FlagParser, RecipeError
+
+    parser = FlagParser(prog="python -m data_builders heldout", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--seed", required=True, type=int,
+                        help=f"a held-out seed, {HELDOUT_SEEDS.start}-{HELDOUT_SEEDS.stop - 1}")
+    parser.add_argument("--benchmarks", nargs="+", default=list(GENERATED))
+    parser.add_argument("--mir_per_family", type=int, default=16, help="MIR records per question family (4)")
+    parser.add_argument("--tir_count", type=int, default=60, help="TIR tasks, cycling through --tir_tasks")
+    parser.add_argument("--tir_tasks", nargs="+", default=None, help="default: every synthetic task kind")
+    parser.add_argument("--model_pixels", type=int, default=DEFAULT_MODEL_PIXELS,
+                        help="the evaluated model's input pixel budget (sizes visual_search)")
+    try:
+        args = parser.parse_args(argv)
+        if args.mir_per_family < 1 or args.tir_count < 1 or args.model_pixels < 1:
+            raise ValueError("--mir_per_family, --tir_count and --model_pixels must be positive")
+        written = write_heldout(args.out, args.seed, tuple(args.benchmarks), mir_per_family=args.mir_per_family,
+                                tir_count=args.tir_count, model_pixels=args.model_pixels,
+                                tir_tasks=tuple(args.tir_tasks) if args.tir_tasks else None)
+    except (RecipeError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for name, folder in written.items():
+        print(f"{name}: {folder}")
+    print(f"python -m eval --model CKPT --data_root {args.out} --benchmarks {','.join(written)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
