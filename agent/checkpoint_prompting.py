@@ -44,18 +44,31 @@ def prompting_of(first_row: dict, mir_stage: int | None) -> dict:
     return {k: v for k, v in out.items() if v is not None}
 
 
-def write_prompting(folder: str | Path, prompting: dict) -> Path:
+def write_prompting(folder: str | Path, prompting: dict, benchmark: str | None = None,
+                    base_model: str | None = None) -> Path:
+    """Write how this run was prompted; ``benchmark``: the benchmark it trained for (MIR data: ``mir``).
+
+    The file's top-level keys are this run's prompting. Its ``benchmarks`` entries say how to prompt
+    each benchmark a stage trained for: this run's own (when ``benchmark`` is set) over those of the
+    checkpoint it started from (``base_model``), so a curriculum's last checkpoint still prompts MIR as
+    its MIR stage did after a GRPO stage with tools.
+    """
+    inherited = _read(Path(base_model)).get("benchmarks", {}) if base_model else {}
+    record = dict(prompting)
+    benchmarks = {name: entry for name, entry in inherited.items() if isinstance(entry, dict)}
+    if benchmark:
+        benchmarks[benchmark] = {"environment": None, "max_turns": None, **prompting}  # complete: nothing leaks in
+    if benchmarks:
+        record["benchmarks"] = benchmarks
     path = Path(folder) / PROMPTING_FILE
-    path.write_text(json.dumps(prompting, indent=1) + "\n", encoding="utf-8")
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    partial.replace(path)
     return path
 
 
-def read_prompting(model: str) -> dict:
-    """The recorded prompting of a local checkpoint folder; {} for hub ids, endpoints and older folders.
-
-    Raises ``ValueError`` naming the file when it is not a JSON object.
-    """
-    path = Path(model) / PROMPTING_FILE
+def _read(folder: Path) -> dict:
+    path = folder / PROMPTING_FILE
     if not path.is_file():
         return {}
     try:
@@ -64,4 +77,16 @@ def read_prompting(model: str) -> dict:
         raise ValueError(f"{path}: not valid JSON ({err})") from err
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a JSON object")  # noqa: TRY004 - bad file content, one error type
-    return {k: v for k, v in data.items() if k in KEYS}
+    return data
+
+
+def read_prompting(model: str, benchmark: str | None = None) -> dict:
+    """The recorded prompting of a local checkpoint folder (for ``benchmark``: its own entry over the
+    top-level keys); {} for hub ids, endpoints and older folders.
+
+    Raises ``ValueError`` naming the file when it is not a JSON object.
+    """
+    data = _read(Path(model))
+    entry = (data.get("benchmarks") or {}).get(benchmark) if benchmark else None
+    merged = {**data, **(entry if isinstance(entry, dict) else {})}
+    return {k: v for k, v in merged.items() if k in KEYS}

@@ -32,9 +32,12 @@ def model_fingerprint(model: str, revision: str | None = None) -> str:
     return hashlib.sha256(f"{model}@{revision or ''}".encode()).hexdigest()[:16]
 
 
-def run_fingerprint(cfg, served_name: str | None = None) -> dict:
-    """The fingerprint stored in ``out/run.json``: the model's digest and the answer-shaping settings."""
+def run_fingerprint(cfg, served_name: str | None = None, per_benchmark: dict | None = None) -> dict:
+    """The fingerprint stored in ``out/run.json``: the model's digest and the answer-shaping settings
+    (with each benchmark's own, where the checkpoint records them)."""
     settings = {k: v for k, v in dataclasses.asdict(cfg).items() if k in ANSWER_SETTINGS}
+    if per_benchmark:
+        settings["per_benchmark"] = {name: dict(sorted(entry.items())) for name, entry in sorted(per_benchmark.items())}
     if served_name:
         settings["served_model_name"] = served_name
     return {"model": cfg.model, "model_digest": model_fingerprint(cfg.model), "settings": settings}

@@ -25,13 +25,14 @@ from lookcloser.eval.scoring import aggregate, score_predictions
 logger = logging.getLogger(__name__)
 
 
-def _check_out_dir(out: Path, cfg: EvalConfig, served_name: str | None = None) -> None:
+def _check_out_dir(out: Path, cfg: EvalConfig, served_name: str | None = None,
+                   per_benchmark: dict | None = None) -> None:
     """Refuse to mix predictions of two models (or of one model retrained in place, or of other
     answer-shaping settings) in one folder; start over when ``resume`` is off."""
     from lookcloser.eval.fingerprint import differences, run_fingerprint
 
     info = out / "run.json"
-    fingerprint = run_fingerprint(cfg, served_name)
+    fingerprint = run_fingerprint(cfg, served_name, per_benchmark)
     has_predictions = any(out.glob("*/predictions.jsonl"))
     if info.exists() and cfg.resume and has_predictions:
         previous = json.loads(info.read_text(encoding="utf-8"))
@@ -63,7 +64,12 @@ def _fail_when_nothing_answered(names: list[str], out: Path, cfg: EvalConfig) ->
                         + (f"; first error: {first}" if first else "") + f" (the report in {out} lists them)")
 
 
-def load_items(cfg: EvalConfig) -> tuple[dict[str, list], str]:
+def benchmark_config(cfg: EvalConfig, name: str, per_benchmark: dict | None) -> EvalConfig:
+    """``cfg`` with ``name``'s own recorded prompting (``apply_checkpoint_prompting``) over it."""
+    return dataclasses.replace(cfg, **(per_benchmark or {}).get(name, {}))
+
+
+def load_items(cfg: EvalConfig, per_benchmark: dict | None = None) -> tuple[dict[str, list], str]:
     """The requested benchmarks' items, from ``data_root`` or the bundled fixtures."""
     from lookcloser.eval.fixtures import ensure_fixtures
 
@@ -77,7 +83,8 @@ def load_items(cfg: EvalConfig) -> tuple[dict[str, list], str]:
         if corpus is None and fixtures and name == "imagemining":
             corpus = str(folder / "search_corpus.jsonl")
         items[name] = load_benchmark(name, folder, check_images=cfg.check_images, limit=cfg.limit, strict=cfg.strict,
-                                     mir_prompt_stage=cfg.mir_prompt_stage, search_corpus=corpus)
+                                     mir_prompt_stage=benchmark_config(cfg, name, per_benchmark).mir_prompt_stage,
+                                     search_corpus=corpus)
         logger.info("loaded %d %s items from %s", len(items[name]), name, folder)
     return items, label
 
@@ -104,10 +111,11 @@ def _write_scores(path: Path, rows: list[dict]) -> None:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
 
 
-def evaluate(cfg: EvalConfig, policy=None, prompting_note: str = "") -> dict:
+def evaluate(cfg: EvalConfig, policy=None, prompting_note: str = "", per_benchmark: dict | None = None) -> dict:
     """Run the whole evaluation; returns the metrics also written to ``out/metrics.json``.
 
     ``policy``: an already-built policy (tests and benchmarks pass one); default ``build_policy(cfg)``.
+    ``per_benchmark``: settings that differ for one benchmark (the checkpoint's record of how each was trained).
     """
     from lookcloser.eval.report import write_reports
     from lookcloser.eval.retriever import make_embedder, retriever_rows
@@ -123,16 +131,17 @@ def evaluate(cfg: EvalConfig, policy=None, prompting_note: str = "") -> dict:
         from lookcloser.agent.models import resolve_model_path
 
         resolve_model_path(cfg.model)  # a missing folder stops here, in one line, before any hub call
-    _check_out_dir(out, cfg, getattr(policy, "model", None) if is_endpoint(cfg.model) else None)
-    items, data_label = load_items(cfg)
+    _check_out_dir(out, cfg, getattr(policy, "model", None) if is_endpoint(cfg.model) else None, per_benchmark)
+    items, data_label = load_items(cfg, per_benchmark)
     if cfg.gray_images:
         gray_out_images(items, out / "gray_images")
     embedder = make_embedder(cfg.photo_embedder) if "disbench" in items else None
     policy = policy or build_policy(cfg)
     results: dict[str, dict] = {}
     for name, bench_items in items.items():
-        bench_out = out / name
-        predictions = run_benchmark(name, bench_items, policy, cfg, bench_out, env_factory(name, cfg, embedder))
+        bench_out, bench_cfg = out / name, benchmark_config(cfg, name, per_benchmark)
+        predictions = run_benchmark(name, bench_items, policy, bench_cfg, bench_out,
+                                    env_factory(name, bench_cfg, embedder))
         rows = score_predictions(bench_items, predictions, llm_judge=cfg.llm_judge)
         _write_scores(bench_out / "scores.jsonl", rows)
         results[name] = aggregate(name, rows)
@@ -147,7 +156,7 @@ def evaluate(cfg: EvalConfig, policy=None, prompting_note: str = "") -> dict:
                 + (". Every input image replaced by flat gray (control)" if cfg.gray_images else ""))
     metrics = {
         "run": {"model": cfg.model, "data": data_label, "seconds": round(time.time() - started, 1),
-                "prompting": settings, "config": dataclasses.asdict(cfg)},
+                "prompting": settings, "config": dataclasses.asdict(cfg), "per_benchmark": per_benchmark or {}},
         "benchmarks": results,
     }
     write_reports(metrics, out, use_wandb=cfg.wandb, wandb_project=cfg.wandb_project)

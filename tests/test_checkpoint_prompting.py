@@ -35,7 +35,7 @@ def test_stage_4_and_0_record_the_benchmark_prompt_and_system_prompts_are_kept(t
 def test_eval_takes_the_checkpoint_prompting_unless_a_flag_or_recipe_key_sets_it(tmp_path):
     ckpt = str(_checkpoint(tmp_path))
     cfg = EvalConfig(model=ckpt)
-    note = apply_checkpoint_prompting(cfg, given_fields(["--model", ckpt]))
+    note, _ = apply_checkpoint_prompting(cfg, given_fields(["--model", ckpt]))
     assert (cfg.mir_prompt_stage, cfg.system_prompt, cfg.tools, cfg.max_turns) == (1, "", False, 1)
     assert PROMPTING_FILE in note
     cfg = EvalConfig(model=ckpt, mir_prompt_stage=0, tools=True)
@@ -44,6 +44,28 @@ def test_eval_takes_the_checkpoint_prompting_unless_a_flag_or_recipe_key_sets_it
     recipe = tmp_path / "eval.yaml"
     recipe.write_text("mir_prompt_stage: 2\nsystem_prompt: null\n")
     assert {"mir_prompt_stage", "system_prompt", "model"} <= given_fields([str(recipe), "--model", ckpt])
+
+
+def test_each_benchmark_keeps_the_prompting_of_the_stage_that_trained_it(tmp_path):
+    """MIR stage 4 (benchmark prompt, no tools), then a GRPO stage with the crop tool: eval prompts MIR as
+    stage 4 did and TIR-Bench with the crop tool; a flag still wins for every benchmark."""
+    stage4, grpo = tmp_path / "stage4", tmp_path / "grpo"
+    stage4.mkdir(), grpo.mkdir()
+    write_prompting(stage4, prompting_of({"messages": []}, 4), benchmark="mir")
+    write_prompting(grpo, {"system_prompt": "Use tools.", "tools": True, "environment": "crop"}, base_model=str(stage4))
+    assert read_prompting(str(grpo), "tir_bench") == {"system_prompt": "Use tools.", "tools": True,
+                                                      "environment": "crop"}
+    assert read_prompting(str(grpo), "mir") == {"mir_prompt_stage": 0, "system_prompt": "", "tools": False,
+                                                "max_turns": 1, "environment": None}
+    cfg = EvalConfig(model=str(grpo), benchmarks="tir_bench,mir")
+    note, own = apply_checkpoint_prompting(cfg, given_fields(["--model", str(grpo)]))
+    assert (cfg.tools, cfg.environment) == (True, "crop")
+    # what differs from the rest (mir_prompt_stage 0 is already eval's default)
+    assert own == {"mir": {"system_prompt": "", "tools": False, "max_turns": 1, "environment": None}}
+    assert "per benchmark: mir:" in note
+    cfg = EvalConfig(model=str(grpo), benchmarks="tir_bench,mir", tools=False)
+    _, own = apply_checkpoint_prompting(cfg, given_fields(["--model", str(grpo), "--tools", "false"]))
+    assert cfg.tools is False and all("tools" not in entry for entry in own.values())
 
 
 def test_a_broken_prompting_file_is_one_clear_error(tmp_path):

@@ -180,12 +180,13 @@ def main(script_args: GRPOScriptArguments, training_args: LookcloserGRPOConfig, 
     out = train_and_save(trainer, training_args.output_dir, training_args.resume_from_checkpoint,
                           configs=(script_args, model_args), merge_adapter=script_args.merge_adapter)
     if trainer.accelerator.is_main_process:
-        write_prompting_record(script_args, out)
+        write_prompting_record(script_args, out, model_args.model_name_or_path)
     return out
 
 
-def write_prompting_record(script_args: GRPOScriptArguments, out_dir: str) -> None:
-    """How the policy was prompted (system prompt, tools, environment): ``python -m eval`` reads it back."""
+def write_prompting_record(script_args: GRPOScriptArguments, out_dir: str, base_model: str | None = None) -> None:
+    """How the policy was prompted (system prompt, tools, environment): ``python -m eval`` reads it back;
+    the benchmarks an earlier stage trained for keep their own prompting (``base_model``'s record)."""
     from lookcloser.agent.checkpoint_prompting import write_prompting
     from lookcloser.agent.loop import DEFAULT_SYSTEM_PROMPT
 
@@ -194,7 +195,7 @@ def write_prompting_record(script_args: GRPOScriptArguments, out_dir: str) -> No
     record = {"system_prompt": system, "tools": tools}
     if tools:
         record["environment"] = script_args.environment
-    write_prompting(out_dir, record)
+    write_prompting(out_dir, record, base_model=base_model)
 
 
 def parse_args(argv: list[str] | None = None):

@@ -157,7 +157,8 @@ def main(script_args: SFTScriptArguments, training_args: SFTConfig, model_args: 
         from lookcloser.agent.checkpoint_prompting import prompting_of, write_prompting
 
         mir_json = (script_args.dataset_path or "").endswith(".json")
-        write_prompting(out, prompting_of(trainer.train_dataset[0], script_args.mir_stage if mir_json else None))
+        write_prompting(out, prompting_of(trainer.train_dataset[0], script_args.mir_stage if mir_json else None),
+                        benchmark="mir" if mir_json else None, base_model=model_args.model_name_or_path)
     return out
 
 
