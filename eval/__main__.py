@@ -5,6 +5,7 @@
         --data_root /data/bench --out outputs/eval_qwen
     python -m eval recipes/eval.yaml --model outputs/mir_stage1              # YAML recipe + overrides
     python -m eval prepare --benchmarks tir_bench,disbench --data_root /data/bench
+    python -m eval compare outputs/eval_sft=SFT outputs/eval_grpo=GRPO --out outputs/comparison
 """
 
 from __future__ import annotations
@@ -79,6 +80,11 @@ def main(argv: list[str] | None = None) -> dict | None:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] == "prepare":
         _prepare(argv[1:])
+        return None
+    if argv and argv[0] == "compare":
+        from lookcloser.eval.compare import compare_main
+
+        compare_main(argv[1:])
         return None
     if argv and argv[0] == "run":
         argv = argv[1:]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from lookcloser.eval.config import EvalConfig, EvalError
 from lookcloser.eval.loaders import find_benchmark_dir, load_benchmark
-from lookcloser.eval.scoring import aggregate, score_predictions
+from lookcloser.eval.scoring import aggregate, answer_prior, score_predictions
 
 logger = logging.getLogger(__name__)
 
@@ -145,6 +145,7 @@ def evaluate(cfg: EvalConfig, policy=None, prompting_note: str = "", per_benchma
         rows = score_predictions(bench_items, predictions, llm_judge=cfg.llm_judge)
         _write_scores(bench_out / "scores.jsonl", rows)
         results[name] = aggregate(name, rows)
+        results[name]["answer_prior"] = answer_prior(bench_items)  # the reference: the best score without looking
         logger.info("%s: %s = %.3f (%d failed)", name, results[name]["primary"],
                     results[name]["overall"][results[name]["primary"]], results[name]["n_failed"])
         if name == "disbench" and cfg.disbench_retriever:

@@ -108,6 +108,41 @@ def _means(rows: list[dict], names: tuple[str, ...]) -> dict[str, float]:
     return {name: (sum(r["scores"][name] for r in rows) / len(rows) if rows else 0.0) for name in names}
 
 
+def _gold_text(item: EvalItem) -> str:
+    gold = item.gold
+    if item.benchmark == "tir_bench":
+        return str(gold["record"]["answer"])
+    if item.benchmark == "mir":
+        return str(gold["conclusion"])
+    if item.benchmark == "disbench":
+        return json.dumps(gold["answer"])
+    return str(gold["answer"])
+
+
+def answer_prior(items: list[EvalItem]) -> float | None:
+    """The best score without looking: per task, the one fixed gold answer that scores best on it.
+
+    Measured with the benchmark's own scorer, so it is the reference a model that ignores its input
+    is held against (MIR's balanced letters: 0.375; a task whose answers repeat: higher).
+
+    >>> items = [EvalItem(str(k), "mir", {}, {"conclusion": c}, {"task": ["t"]}) for k, c in enumerate("AAB")]
+    >>> round(answer_prior(items), 3)
+    0.667
+    """
+    good = [item for item in items if not item.bad]
+    if not good:
+        return None
+    groups: dict[str, list[EvalItem]] = defaultdict(list)
+    for item in good:
+        groups[(item.tags.get("task") or ["all"])[0]].append(item)
+    primary = METRICS[good[0].benchmark][0]
+    total = 0.0
+    for members in groups.values():
+        candidates = sorted({_gold_text(item) for item in members})
+        total += max(sum(score_response(item, answer)[primary] for item in members) for answer in candidates)
+    return total / len(good)
+
+
 def aggregate(benchmark: str, rows: list[dict]) -> dict:
     """Overall and per-group means (an item with several values of a group counts in each).
 

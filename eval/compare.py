@@ -1,0 +1,221 @@
+"""Checkpoints side by side on the four benchmarks: one table, one chart.
+
+    python -m eval compare outputs/eval_sft outputs/eval_grpo=GRPO --out outputs/comparison
+
+Each RUN_DIR is a ``python -m eval`` output folder (its ``metrics.json``), optionally ``=LABEL``.
+Writes ``comparison.md``, ``comparison.json`` and ``comparison.png``: rows = checkpoints and
+controls; columns = TIR-Bench accuracy (item-weighted, per task beside it), MIR accuracy, DISBench
+F1 (EM beside it), ImageMining accuracy. Each column states its reference: the best answer prior,
+measured on the same items (``eval.scoring.answer_prior``).
+
+A curriculum's last stage (``script: eval/compare.py`` in recipes/mir_curriculum.yaml) runs the same
+table on held-out data it writes itself (``data_builders.heldout``, a reserved seed): the untrained
+model, every stage's checkpoint, and the last one with flat gray images and with its tools off.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+# (benchmark, headline metric, metric shown beside it)
+COLUMNS = (("tir_bench", "accuracy", None), ("mir", "accuracy", None), ("disbench", "f1", "em"),
+           ("imagemining", "accuracy", None))
+TITLES = {"tir_bench": "TIR-Bench acc", "mir": "MIR acc", "disbench": "DISBench F1", "imagemining": "ImageMining acc"}
+
+
+def _row(label: str, metrics: dict) -> dict:
+    row = {"label": label, "model": metrics["run"]["model"], "seconds": metrics["run"].get("seconds"), "values": {}}
+    for bench, metric, beside in COLUMNS:
+        m = metrics["benchmarks"].get(bench)
+        if m is None:
+            continue
+        entry = {"value": m["overall"][metric], "n": m["n"], "n_failed": m["n_failed"],
+                 "answer_prior": m.get("answer_prior")}
+        if beside:
+            entry[beside] = m["overall"][beside]
+        if bench == "tir_bench":
+            entry["per_task"] = {task: g[metric] for task, g in m.get("groups", {}).get("task", {}).items()}
+        if m.get("agent", {}).get("tool_success_rate") is not None:
+            entry["tool_success"] = m["agent"]["tool_success_rate"]
+        row["values"][bench] = entry
+    return row
+
+
+def collect(runs: list[tuple[str, Path]]) -> dict:
+    """The comparison of ``(label, eval output folder)`` pairs."""
+    rows = []
+    for label, folder in runs:
+        path = Path(folder) / "metrics.json"
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: not found (give `python -m eval` output folders)")
+        rows.append(_row(label, json.loads(path.read_text(encoding="utf-8"))))
+    references = {}
+    for bench, _, _ in COLUMNS:
+        priors = [r["values"][bench]["answer_prior"] for r in rows if bench in r["values"]]
+        references[bench] = priors[0] if priors else None
+    return {"columns": [c[0] for c in COLUMNS], "references": references, "rows": rows}
+
+
+def _cell(entry: dict | None, bench: str) -> str:
+    if entry is None:
+        return "—"
+    text = f"{entry['value']:.3f}"
+    if bench == "disbench":
+        text += f" (EM {entry['em']:.3f})"
+    if entry.get("per_task") and len(entry["per_task"]) > 1:
+        text += " (" + ", ".join(f"{task} {v:.2f}" for task, v in sorted(entry["per_task"].items())) + ")"
+    if entry.get("n_failed"):
+        text += f" [{entry['n_failed']} failed]"
+    return text
+
+
+def markdown(table: dict, title: str = "Held-out comparison") -> str:
+    refs = table["references"]
+    lines = [f"# {title}", "",
+             "Reference per column: the best answer prior (one fixed answer per task, the best one), measured on "
+             "the same items: " + ", ".join(f"{TITLES[b]} {refs[b]:.3f}" for b in table["columns"]
+                                              if refs.get(b) is not None) + ".", "",
+             "| checkpoint | " + " | ".join(TITLES[b] for b in table["columns"]) + " | eval s |",
+             "|---|" + "---|" * (len(table["columns"]) + 1)]
+    for row in table["rows"]:
+        cells = [_cell(row["values"].get(b), b) for b in table["columns"]]
+        lines.append(f"| {row['label']} | " + " | ".join(cells) + f" | {row['seconds'] or 0:.0f} |")
+    lines.append(f"| *reference* | " + " | ".join("—" if refs.get(b) is None else f"{refs[b]:.3f}"
+                                                   for b in table["columns"]) + " | |")
+    return "\n".join(lines) + "\n"
+
+
+def chart(table: dict, path: Path, title: str) -> Path:
+    from lookcloser.plots import comparison_chart
+
+    columns = [b for b in table["columns"] if any(b in r["values"] for r in table["rows"])]
+    values = [[r["values"][b]["value"] if b in r["values"] else None for b in columns] for r in table["rows"]]
+    return comparison_chart([r["label"] for r in table["rows"]], [TITLES[b] for b in columns], values,
+                            {TITLES[b]: table["references"][b] for b in columns
+                             if table["references"].get(b) is not None}, path, title)
+
+
+def _write(path: Path, text: str) -> None:
+    partial = path.with_name(path.name + ".partial")  # an interrupted write never leaves a cut file
+    partial.write_text(text, encoding="utf-8")
+    partial.replace(path)
+
+
+def write_comparison(table: dict, out: str | Path, title: str = "Held-out comparison") -> dict[str, Path]:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"json": out / "comparison.json", "md": out / "comparison.md", "png": out / "comparison.png"}
+    _write(paths["json"], json.dumps(table, indent=1) + "\n")
+    _write(paths["md"], markdown(table, title))
+    chart(table, paths["png"], title)
+    return paths
+
+
+def compare_main(argv: list[str]) -> None:
+    from lookcloser.eval.config import EvalError
+    from lookcloser.recipes import FlagParser
+
+    parser = FlagParser(prog="python -m eval compare", description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", help="python -m eval output folders, each optionally =LABEL")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--title", default="Held-out comparison")
+    args = parser.parse_args(argv)
+    runs = [(run.split("=", 1)[1] if "=" in run else Path(run).name, Path(run.split("=", 1)[0])) for run in args.runs]
+    try:
+        table = collect(runs)
+    except FileNotFoundError as err:
+        raise EvalError(str(err)) from err
+    paths = write_comparison(table, args.out, args.title)
+    print(markdown(table, args.title))
+    print(f"Comparison: {paths['md']} (+ {paths['json'].name}, {paths['png'].name})")
+
+
+# -- the curriculum's eval stage --
+
+@dataclass
+class CompareStageArguments:
+    output_dir: str = field(default="outputs/curriculum/eval", metadata={"help": "Where heldout/, runs/ and the "
+                                                                                 "comparison go."})
+    base_model: str = field(default="lookcloser/tiny-qwen3-vl", metadata={"help": "The untrained row's model."})
+    stages: list[str] = field(default_factory=list, metadata={
+        "help": "Rows in order: curriculum stage names, whose checkpoints sit beside output_dir."})
+    controls_of: str | None = field(default=None, metadata={
+        "help": "The stage evaluated again with flat gray images and with tools off (default: the last)."})
+    heldout_seed: int = field(default=8008, metadata={"help": "Held-out seed (data_builders.heldout.HELDOUT_SEEDS)."})
+    benchmarks: list[str] = field(default_factory=lambda: ["tir_bench", "mir"], metadata={"help": "Columns with data."})
+    mir_per_family: int = field(default=16, metadata={"help": "Held-out MIR records per family (4 families)."})
+    tir_count: int = field(default=60, metadata={"help": "Held-out TIR tasks (every synthetic task kind)."})
+    max_new_tokens_per_turn: int = field(default=96, metadata={"help": "Token cap per turn in every row."})
+    batch_size: int = field(default=16, metadata={"help": "Episodes generated together."})
+
+
+def stage_rows(args: CompareStageArguments) -> list[tuple[str, str, dict]]:
+    """(label, model, settings given on top of the checkpoint's prompting) for every row."""
+    root = Path(args.output_dir).parent
+    rows = [("untrained", args.base_model, {})]
+    rows += [(name, str(root / name), {}) for name in args.stages]
+    last = args.controls_of or (args.stages[-1] if args.stages else None)
+    if last:
+        rows += [(f"{last}, gray images", str(root / last), {"gray_images": True}),
+                 (f"{last}, tools off", str(root / last), {"tools": False})]
+    return rows
+
+
+def check_stage_args(args: CompareStageArguments) -> None:
+    from lookcloser.data_builders.heldout import GENERATED, check_seed
+
+    check_seed(args.heldout_seed)
+    unknown = [b for b in args.benchmarks if b not in GENERATED]
+    if unknown or not args.benchmarks:
+        raise ValueError(f"benchmarks: {unknown or 'none'}; held-out data is written for {', '.join(GENERATED)}")
+    if args.controls_of and args.controls_of not in args.stages:
+        raise ValueError(f"controls_of {args.controls_of!r} is not one of stages {args.stages}")
+
+
+def main(args: CompareStageArguments) -> str:
+    from lookcloser.data_builders.heldout import write_heldout
+    from lookcloser.eval.__main__ import apply_checkpoint_prompting
+    from lookcloser.eval.config import EvalConfig
+    from lookcloser.eval.pipeline import evaluate
+
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
+    check_stage_args(args)
+    out = Path(args.output_dir)
+    heldout = out / "heldout"
+    wanted = {"seed": args.heldout_seed, "benchmarks": sorted(args.benchmarks), "mir_per_family": args.mir_per_family,
+              "tir_count": args.tir_count}
+    marker = heldout / "settings.json"
+    if not (marker.is_file() and json.loads(marker.read_text(encoding="utf-8")) == wanted):
+        write_heldout(heldout, args.heldout_seed, tuple(args.benchmarks), mir_per_family=args.mir_per_family,
+                      tir_count=args.tir_count)
+        _write(marker, json.dumps(wanted) + "\n")
+    runs = []
+    for k, (label, model, control) in enumerate(stage_rows(args)):
+        cfg = EvalConfig(model=model, data_root=str(heldout), out=str(out / "runs" / f"{k:02d}"),
+                         benchmarks=",".join(args.benchmarks), max_new_tokens_per_turn=args.max_new_tokens_per_turn,
+                         batch_size=args.batch_size, resume=False, save_trajectories=False, **control)
+        given = {"model", "data_root", "out", "benchmarks", "max_new_tokens_per_turn", "batch_size", *control}
+        note, own = apply_checkpoint_prompting(cfg, given)  # each row prompted as its checkpoint records
+        logger.info("row %d %s: %s%s", k, label, model, f" ({note})" if note else "")
+        evaluate(cfg, prompting_note=note, per_benchmark=own)
+        runs.append((label, Path(cfg.out)))
+    paths = write_comparison(collect(runs), out, f"Held-out comparison (seed {args.heldout_seed})")
+    print(f"Comparison: {paths['md']}", flush=True)
+    return str(out)
+
+
+def parse_args(argv: list[str] | None = None):
+    from lookcloser.recipes import parse_recipe
+
+    return parse_recipe((CompareStageArguments,), argv)
+
+
+if __name__ == "__main__":
+    from lookcloser.train.entry import run
+
+    run(main, parse_args)

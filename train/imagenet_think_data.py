@@ -1,0 +1,69 @@
+"""The ImageNet-Think stage's data: parquet shards in ImageNet-Think-250K's schema -> SFT records.
+
+    (a stage of recipes/mir_curriculum.yaml: `script: train/imagenet_think_data.py`)
+
+Without ``parquet`` it first writes the bundled generator's sample (``data_builders.sample_imagenet_think``,
+deterministic from ``seed``) to ``output_dir/parquet``; with it (the real data set's shards) it
+converts those. Either way ``output_dir/sft`` is what the ``imagenet_think`` stage trains on
+(``python -m data_builders imagenet-think``'s output). A folder built with the same settings is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ImageNetThinkDataArguments:
+    output_dir: str = field(default="outputs/data/imagenet_think", metadata={"help": "Where parquet/ and sft/ go."})
+    parquet: str | None = field(default=None, metadata={
+        "help": "ImageNet-Think-250K parquet shards (a folder or file); default: generate the sample."})
+    rows: int = field(default=400, metadata={"help": "Sample rows (pictures) to generate, two traces each."})
+    seed: int = field(default=0, metadata={"help": "Seed of the generated sample."})
+
+    def __post_init__(self):
+        if self.rows < 1:
+            raise ValueError(f"rows must be >= 1, not {self.rows}")
+        if self.parquet is not None and not Path(self.parquet).exists():
+            raise ValueError(f"parquet {self.parquet}: not found")
+
+
+def main(args: ImageNetThinkDataArguments) -> str:
+    from lookcloser.data_builders.imagenet_think import build_imagenet_think
+    from lookcloser.data_builders.output import BuildReport
+    from lookcloser.data_builders.sample_imagenet_think import generate_sample
+
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
+    out = Path(args.output_dir)
+    marker = out / "settings.json"
+    settings = asdict(args)
+    if marker.is_file() and json.loads(marker.read_text(encoding="utf-8")) == settings:
+        logger.info("kept (same settings) %s", out)
+        return str(out)
+    marker.unlink(missing_ok=True)
+    source = Path(args.parquet) if args.parquet else generate_sample(out / "parquet", args.rows, args.seed)
+    report = BuildReport(on_error="fail")
+    try:
+        build_imagenet_think([source], out / "sft", report, progress=False)
+    finally:
+        report.close()
+    logger.info("%s", report.summary("traces"))
+    marker.write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
+    return str(out)
+
+
+def parse_args(argv: list[str] | None = None):
+    from lookcloser.recipes import parse_recipe
+
+    return parse_recipe((ImageNetThinkDataArguments,), argv)
+
+
+if __name__ == "__main__":
+    from lookcloser.train.entry import run
+
+    run(main, parse_args)
