@@ -1,12 +1,17 @@
-"""Does MIR's staged curriculum beat training on the final stage alone? Printed as JSON.
+"""Does each stage earn its place? MIR accuracy of the curriculum's variants, printed as JSON.
 
-For each training seed: the curriculum recipe's MIR stages 1 -> 4 (``recipes/mir_curriculum.yaml``,
-ImageNet-Think and GRPO left out), and, from the same initial model, stage 4 alone for the same
-number of optimizer steps. Both are scored on held-out records (``data_builders.sample_mir`` with
-seeds never trained or tuned on) with MIR's benchmark prompt, with the real images and with every
-image flat gray. Reports each run, the mean and the spread (min, max, standard deviation).
+For each training seed, from the same initial model, at a MIR budget small enough that stages can differ
+(stage 4 at ``--stage4_epochs`` instead of the recipe's 12):
 
-    python bench/bench_curriculum.py [--seeds 42,43,44] [--held_out_seeds 11,13] [--jobs 2]
+- ``imagenet_think``: the recipe's ImageNet-Think stage (its generated sample), then MIR stages 1 -> 4;
+- ``mir_only``: MIR stages 1 -> 4 alone;
+- ``stage4_only``: stage 4 alone for as many optimizer steps as stages 1 -> 4.
+
+All are scored on held-out MIR records (``data_builders.heldout``, reserved seeds never trained or
+tuned on) with MIR's benchmark prompt, with the real images and with every image flat gray. Reports
+each run, the mean and the spread (min, max, standard deviation), and the paired differences.
+
+    python bench/bench_curriculum.py [--seeds 42,43] [--held_out_seeds 2002,3003] [--stage4_epochs 3] [--jobs 2]
 
 Each run is a subprocess with one torch thread; ``--jobs`` runs that many at once (the machine
 may be shared: times are wall-clock under whatever load there is).
@@ -30,33 +35,30 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 RECIPE = REPO / "recipes" / "mir_curriculum.yaml"
-SKIP = ("imagenet_think", "grpo")
+ARMS = ("imagenet_think", "mir_only", "stage4_only")
+IMAGENET_THINK = ("imagenet_think_data", "imagenet_think")
 
 
-def _env() -> dict:
-    return {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "offline", "HF_HUB_OFFLINE": "1",
-            "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(REPO)}
-
-
-def _run(cmd: list[str], log: Path) -> None:
-    with log.open("a") as fh:
-        subprocess.run(cmd, check=True, cwd=REPO, env=_env(), stdout=fh, stderr=subprocess.STDOUT)
-
-
-def curriculum_recipe(seed: int, out: Path, stage4_only: bool) -> Path:
-    """The repo's curriculum with this seed; ``stage4_only``: one stage-4 stage with all the epochs.
+def curriculum_recipe(seed: int, out: Path, arm: str, stage4_epochs: int) -> Path:
+    """The repo's curriculum up to MIR stage 4 with this seed, as ``arm`` trains it.
 
     Every MIR stage sees the same records with the same batch size, so equal epochs = equal steps.
     """
     recipe = yaml.safe_load(RECIPE.read_text(encoding="utf-8"))
-    stages = [s for s in recipe["stages"] if s["name"] not in SKIP]
+    names = [s["name"] for s in recipe["stages"]]
+    stages = recipe["stages"][:names.index("mir_stage4") + 1]
+    if arm != "imagenet_think":
+        stages = [s for s in stages if s["name"] not in IMAGENET_THINK]
+    stages[-1] = {**stages[-1], "num_train_epochs": stage4_epochs}
     defaults = {**recipe["defaults"], "seed": seed}
-    if stage4_only:
+    if arm == "stage4_only":
         epochs = sum(s.get("num_train_epochs", defaults["num_train_epochs"]) for s in stages)
         stages = [{**stages[-1], "num_train_epochs": epochs}]
-    path = out / "recipe.yaml"
-    path.write_text(yaml.safe_dump({"output_dir": str(out / "run"), "launcher": None, "defaults": defaults,
-                                    "stages": stages}, sort_keys=False), encoding="utf-8")
+    text = yaml.safe_dump({"output_dir": recipe["output_dir"], "launcher": None, "defaults": defaults,
+                           "stages": stages}, sort_keys=False)
+    path = out / "recipe.yaml"  # the recipe's own output folder -> this run's (data paths included)
+    path.write_text(text.replace(recipe["output_dir"] + "/", str(out / "run") + "/")
+                    .replace(f"output_dir: {recipe['output_dir']}", f"output_dir: {out / 'run'}"), encoding="utf-8")
     return path
 
 
@@ -69,15 +71,15 @@ def accuracy(model: Path, data: Path, out: Path, gray: bool, log: Path) -> dict:
             "by_family": {k: round(v["accuracy"], 4) for k, v in mir["groups"]["task"].items()}}
 
 
-def one_run(arm: str, seed: int, held_out: list[Path], work: Path) -> dict:
+def one_run(arm: str, seed: int, held_out: list[Path], work: Path, stage4_epochs: int) -> dict:
     out = work / f"{arm}_seed{seed}"
     out.mkdir(parents=True)
     log = out / "log.txt"
-    recipe = curriculum_recipe(seed, out, stage4_only=arm == "stage4_only")
+    recipe = curriculum_recipe(seed, out, arm, stage4_epochs)
     started = time.time()
     _run([sys.executable, "train/curriculum.py", str(recipe)], log)
     seconds = round(time.time() - started, 1)
-    final = out / "run" / "mir_stage4"  # both arms end in a stage named mir_stage4
+    final = out / "run" / "mir_stage4"  # every arm ends in a stage named mir_stage4
     row = {"arm": arm, "seed": seed, "train_seconds": seconds}
     for gray in (False, True):
         scores = [accuracy(final, data, out / f"eval_{data.name}_{'gray' if gray else 'real'}", gray, log)
@@ -97,36 +99,42 @@ def spread(values: list[float]) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", default="42,43,44", help="training seeds (one run per arm each)")
-    parser.add_argument("--held_out_seeds", default="11,13", help="sample_mir seeds of the held-out records")
+    parser.add_argument("--seeds", default="42,43", help="training seeds (one run per arm each)")
+    parser.add_argument("--held_out_seeds", default="2002,3003", help="held-out seeds (data_builders.heldout)")
     parser.add_argument("--per_family", type=int, default=16, help="held-out records per family and seed")
+    parser.add_argument("--stage4_epochs", type=int, default=3, help="stage 4's epochs (the recipe: 12)")
+    parser.add_argument("--arms", default=",".join(ARMS), help="variants to run")
     parser.add_argument("--jobs", type=int, default=2, help="runs at once (one torch thread each)")
     parser.add_argument("--work", default=None, help="scratch folder (default: a temporary one)")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
-    from lookcloser.data_builders.sample_mir import generate_sample
+    arms = [a for a in args.arms.split(",") if a]
+    if not set(arms) <= set(ARMS) or not arms:
+        parser.error(f"--arms: choose from {', '.join(ARMS)}")
+    from lookcloser.data_builders.heldout import write_heldout
 
     work = Path(args.work or tempfile.mkdtemp(prefix="bench_curriculum_"))
-    held_out = [generate_sample(work / f"held_out_{s}", args.per_family, s).parent
+    held_out = [write_heldout(work / f"held_out_{s}", s, ("mir",), mir_per_family=args.per_family)["mir"]
                 for s in (int(x) for x in args.held_out_seeds.split(","))]
-    # Interleave the arms so that load changes on a shared machine hit both alike.
-    jobs = [(arm, seed) for seed in seeds for arm in ("curriculum", "stage4_only")]
+    # Interleave the arms so that load changes on a shared machine hit them alike.
+    jobs = [(arm, seed) for seed in seeds for arm in arms]
     started = time.time()
     with ThreadPoolExecutor(args.jobs) as pool:
-        rows = list(pool.map(lambda job: one_run(*job, held_out, work), jobs))
+        rows = list(pool.map(lambda job: one_run(*job, held_out, work, args.stage4_epochs), jobs))
     summary = {}
-    for arm in ("curriculum", "stage4_only"):
+    for arm in arms:
         mine = [r for r in rows if r["arm"] == arm]
         summary[arm] = {"real": spread([r["real"] for r in mine]), "gray": spread([r["gray"] for r in mine]),
                         "train_seconds": spread([r["train_seconds"] for r in mine])}
-    diff = [a["real"] - b["real"] for a, b in zip(rows[0::2], rows[1::2])]
+    by = {(r["arm"], r["seed"]): r["real"] for r in rows}
+    paired = {f"{a}_minus_{b}_real": spread([by[a, s] - by[b, s] for s in seeds])
+              for a, b in (("imagenet_think", "mir_only"), ("mir_only", "stage4_only")) if a in arms and b in arms}
     print(json.dumps({
-        "benchmark": "curriculum (MIR stages 1->4) vs stage 4 only, same steps",
-        "recipe": str(RECIPE.relative_to(REPO)), "training_seeds": seeds,
+        "benchmark": "curriculum variants up to MIR stage 4, same MIR steps",
+        "recipe": str(RECIPE.relative_to(REPO)), "training_seeds": seeds, "stage4_epochs": args.stage4_epochs,
         "held_out": {"seeds": args.held_out_seeds, "records": sum(4 * args.per_family for _ in held_out),
                      "prompt": "MIR benchmark prompt (stage 0), no tools, no system prompt"},
-        "chance": 0.375, "summary": summary,
-        "curriculum_minus_stage4_only_real": spread(diff), "runs": rows,
+        "chance": 0.375, "summary": summary, **paired, "runs": rows,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "jobs": args.jobs,
                     "note": "shared machine: wall-clock times include other load"},
         "seconds": round(time.time() - started, 1), "work": str(work),

@@ -150,7 +150,8 @@ class CompareStageArguments:
     benchmarks: list[str] = field(default_factory=lambda: ["tir_bench", "mir"], metadata={"help": "Columns with data."})
     mir_per_family: int = field(default=16, metadata={"help": "Held-out MIR records per family (4 families)."})
     tir_count: int = field(default=60, metadata={"help": "Held-out TIR tasks (every synthetic task kind)."})
-    max_new_tokens_per_turn: int = field(default=96, metadata={"help": "Token cap per turn in every row."})
+    max_new_tokens_per_turn: int = field(default=256, metadata={
+        "help": "Token cap per turn in every row (a MIR stage-4 answer reasons ~150 tokens before its letter)."})
     batch_size: int = field(default=16, metadata={"help": "Episodes generated together."})
 
 

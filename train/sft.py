@@ -41,6 +41,11 @@ class SFTScriptArguments(ScriptArguments):
         default=False, metadata={"help": "Reproduce upstream MIR preprocessing, img2img leak included."}
     )
     max_train_samples: int | None = field(default=None, metadata={"help": "Keep only the first N records."})
+    replay_path: str | None = field(default=None, metadata={
+        "help": "Records of an earlier stage mixed into this one so that its skill is kept (replay): an MIR JSON "
+                "(at replay_mir_stage) or any dataset_path form."})
+    replay_mir_stage: int = field(default=4, metadata={"help": "MIR stage of replay_path when it is MIR JSON."})
+    replay_count: int | None = field(default=None, metadata={"help": "Replay records mixed in (default: all)."})
     merge_adapter: bool = field(default=False, metadata={
         "help": "With use_peft: also write base + LoRA adapter merged into output_dir/merged (a full checkpoint). "
                 "The adapter folder itself loads too (eval, GRPO, the next curriculum stage)."})
@@ -65,13 +70,14 @@ def load_sft_dataset(script_args: SFTScriptArguments):
     from lookcloser.data_builders.mir import mir_sft_dataset
     from lookcloser.data_builders.output import load_records
 
-    if script_args.dataset_path:
-        path = Path(script_args.dataset_path)
+    def local(path: Path, mir_stage: int):
         if path.suffix == ".json" and path.is_file():
-            dataset = mir_sft_dataset(path, script_args.images_root, stage=script_args.mir_stage,
-                                      faithful_upstream=script_args.faithful_upstream)
-        else:  # a builder's folder (either format), a .parquet or .jsonl file: the loader GRPO uses too
-            dataset = load_records(path)
+            return mir_sft_dataset(path, script_args.images_root, stage=mir_stage,
+                                   faithful_upstream=script_args.faithful_upstream)
+        return load_records(path)  # a builder's folder (either format), a .parquet or .jsonl file: GRPO's loader too
+
+    if script_args.dataset_path:
+        dataset = local(Path(script_args.dataset_path), script_args.mir_stage)
     elif script_args.dataset_name:  # the user asked for a hub dataset by name
         dataset = load_dataset(script_args.dataset_name, name=script_args.dataset_config)
         dataset = dataset[script_args.dataset_train_split]
@@ -79,7 +85,21 @@ def load_sft_dataset(script_args: SFTScriptArguments):
         raise RecipeError("set `dataset_path` (local data) or `dataset_name` (a hub data set) in the recipe")
     if script_args.max_train_samples:
         dataset = dataset.select(range(min(script_args.max_train_samples, len(dataset))))
+    if script_args.replay_path:
+        replay = local(Path(script_args.replay_path), script_args.replay_mir_stage)
+        dataset = with_replay(dataset, replay.select(range(min(script_args.replay_count or len(replay), len(replay)))))
     return dataset
+
+
+def with_replay(dataset, replay):
+    """``dataset`` then ``replay``'s records, in ``dataset``'s columns (a missing text column is empty: a
+    replayed MIR record has no ``tools``, so it is templated without them, as its own stage was)."""
+    from datasets import concatenate_datasets
+
+    for name in dataset.column_names:
+        if name not in replay.column_names:
+            replay = replay.add_column(name, [""] * len(replay))
+    return concatenate_datasets([dataset, replay.select_columns(dataset.column_names).cast(dataset.features)])
 
 
 def build_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, model_args: ModelConfig):
