@@ -39,6 +39,16 @@ ARMS = ("imagenet_think", "mir_only", "stage4_only")
 IMAGENET_THINK = ("imagenet_think_data", "imagenet_think")
 
 
+def _env() -> dict:
+    return {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "offline", "HF_HUB_OFFLINE": "1",
+            "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(REPO)}
+
+
+def _run(cmd: list[str], log: Path) -> None:
+    with log.open("a") as fh:
+        subprocess.run(cmd, check=True, cwd=REPO, env=_env(), stdout=fh, stderr=subprocess.STDOUT)
+
+
 def curriculum_recipe(seed: int, out: Path, arm: str, stage4_epochs: int) -> Path:
     """The repo's curriculum up to MIR stage 4 with this seed, as ``arm`` trains it.
 
