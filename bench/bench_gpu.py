@@ -29,6 +29,7 @@ import functools
 import json
 import os
 import platform
+import shlex
 import statistics
 import sys
 import tempfile
@@ -40,7 +41,6 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))  # gpu_model sits beside this script (bench/ is no package)
 
 from gpu_model import (
-    apply_liger_kernels,
     chunked_loss,
     fused_loss,
     kernel_profile,
@@ -51,6 +51,7 @@ from gpu_model import (
     qwen3_vl_2b_config,
     sft_batch,
     train_flops,
+    trl_head_loss,
 )
 
 # Two scripted assistant turns per rollout: reasoning + a crop call, then reasoning + the answer.
@@ -118,6 +119,8 @@ def _one_step(model, optimizer, inputs, labels, variant, args):
         loss = chunked_loss(model, inputs, labels, args.ce_chunk)
     elif variant["loss_impl"] == "fused":
         loss = fused_loss(model, inputs, labels)
+    elif variant["loss_impl"] == "trl":
+        loss = trl_head_loss(model, inputs, labels)
     else:
         loss = model(**inputs, labels=labels).loss
     loss.backward()
@@ -142,6 +145,9 @@ def build_model(config, device, dtype, attn: str):
 def run_sft(args, config, tokenizer, device, dtype, peak, deadline: float) -> dict:
     import torch
 
+    from lookcloser.train.fused_kernels import liger_unavailable
+    from lookcloser.trl_surface import apply_liger_kernels
+
     model = build_model(config, device, dtype, args.attn).train()
     model.config.use_cache = False  # training only (the GRPO checkpoint keeps the cache for generate)
     weights = linear_weights(model)
@@ -160,11 +166,11 @@ def run_sft(args, config, tokenizer, device, dtype, peak, deadline: float) -> di
             results.append({**variant, "error": "liger kernels are patched in for good: list liger variants last"})
             continue
         if variant["liger"] and liger is None:
-            try:
-                liger = apply_liger_kernels(model)
-            except ImportError as err:
-                results.append({**variant, "error": f"liger-kernel not importable: {err}"})
+            reason = liger_unavailable() if device.type == "cuda" else "runs on CUDA only (--device cpu)"
+            if reason:
+                results.append({**variant, "error": f"liger: {reason}"})
                 continue
+            liger = apply_liger_kernels(model)  # the product's patch: the recipe key fused_kernels: liger
             print(json.dumps({"liger": liger}), file=sys.stderr, flush=True)
         if variant["compile"]:  # regional compilation: each decoder layer and vision block once
             for block in [*model.model.language_model.layers, *model.model.visual.blocks]:
@@ -210,7 +216,8 @@ def run_grpo(args, config, tokenizer, processor, device, dtype, workdir: Path) -
             "--filter_groups", "false", "--use_cpu", str(cpu).lower(), "--report_to", "none",
             "--log_completions", "false", "--logging_steps", "1", "--disable_tqdm", "true", "--save_strategy", "no",
             "--dtype", "float32" if cpu else "bfloat16", "--bf16", str(not cpu).lower(),
-            "--attn_implementation", args.attn, "--activation_checkpointing", str(args.grpo_gc).lower()]
+            "--attn_implementation", args.attn, "--activation_checkpointing", str(args.grpo_gc).lower(),
+            *shlex.split(args.grpo_flags)]
     trainer = grpo.build_trainer(*grpo.parse_args(argv))
     forcing = ScriptedLogitsProcessor(trainer.processing_class.tokenizer, lambda turn, _: crop if turn == 0 else answer)
     trainer.model.generate = functools.partial(trainer.model.generate, logits_processor=LogitsProcessorList([forcing]))
@@ -281,10 +288,10 @@ def parse() -> argparse.Namespace:
     p.add_argument("--images", type=int, default=4, help="images per SFT row")
     p.add_argument("--image_px", type=int, default=512, help="SFT image side in pixels (512: 256 tokens)")
     p.add_argument("--sft_variants", default="2:hf:nogc:nomask,2:hf:nogc,3:chunked:nogc:nomask,8:chunked:gc:nomask",
-                   help="comma-separated batch:loss(hf|chunked|fused):nogc|gc[:compile][:nomask][:noimg][:liger][:pos]; compile "
+                   help="comma-separated batch:loss(hf|chunked|fused|trl):nogc|gc[:compile][:nomask][:noimg][:liger][:pos]; compile "
                         "stays on for later variants; nomask: no attention_mask; noimg: text only; liger: Liger's "
                         "kernels (CUDA, liger-kernel installed; stays on, so list them last); fused: Liger's fused "
-                        "linear cross-entropy; pos: M-RoPE position_ids precomputed, as our SFT batches carry")
+                        "linear cross-entropy; trl: TRL's fused LM head, as train/sft.py scores; pos: M-RoPE position_ids precomputed, as our SFT batches carry")
     p.add_argument("--ce_chunk", type=int, default=4096, help="tokens per lm_head/CE chunk of the chunked loss")
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--steps", type=int, default=5, help="measured SFT steps per variant")
@@ -302,6 +309,8 @@ def parse() -> argparse.Namespace:
     p.add_argument("--grpo_gc", action=argparse.BooleanOptionalAction, default=True,
                    help="gradient checkpointing in the GRPO loss step")
     p.add_argument("--skip_grpo", action="store_true")
+    p.add_argument("--grpo_flags", default="", help="more train/grpo.py flags for the GRPO step, appended last, "
+                                                     "e.g. '--fused_kernels liger --cache_implementation static'")
     p.add_argument("--profile", action="store_true", help="CUDA: one more step per SFT variant under torch.profiler")
     p.add_argument("--budget_s", type=float, default=420, help="stop starting new SFT variants after this")
     p.add_argument("--seed", type=int, default=0)
@@ -373,7 +382,8 @@ def main() -> None:
         except ImportError:
             header["flash_attn"] = "not installed"
     deadline = time.monotonic() + args.budget_s
-    sft = run_sft(args, config, tokenizer, device, dtype, peak, deadline)
+    with contextlib.redirect_stdout(sys.stderr):  # stdout is the JSON record alone (importing TRL may print)
+        sft = run_sft(args, config, tokenizer, device, dtype, peak, deadline)
     result = {**header, "sft": sft}
     if not args.skip_grpo:
         with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(sys.stderr):

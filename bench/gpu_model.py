@@ -147,40 +147,6 @@ def chunked_loss(model, inputs, labels, chunk: int):
     return total / (target != -100).sum().clamp(min=1)
 
 
-def apply_liger_kernels(model) -> dict:
-    """Liger's Triton kernels in place of unfused elementwise chains (CUDA, liger-kernel installed): text
-    RMSNorm, rotary embeddings (text and vision) and SiLU x up in the text MLP. Patched by hand, because
-    Liger 0.8.5's own Qwen3-VL patch imports an output class transformers 5.23 no longer has. The rotary
-    functions are module-level, so this cannot be undone in the same process."""
-    import types
-
-    import liger_kernel
-    from liger_kernel.ops.swiglu import LigerSiLUMulFunction
-    from liger_kernel.transformers import LigerRMSNorm
-    from liger_kernel.transformers.rope import liger_rotary_pos_emb, liger_rotary_pos_emb_vision
-    from transformers.models.qwen3_vl import modeling_qwen3_vl as qwen3_vl
-
-    qwen3_vl.apply_rotary_pos_emb = liger_rotary_pos_emb
-    qwen3_vl.apply_rotary_pos_emb_vision = liger_rotary_pos_emb_vision
-    norms = 0
-    for parent in list(model.modules()):
-        for name, child in list(parent.named_children()):
-            if isinstance(child, qwen3_vl.Qwen3VLTextRMSNorm):
-                fused = LigerRMSNorm(child.weight.numel(), eps=child.variance_epsilon, offset=0.0,
-                                     casting_mode="llama", in_place=False)
-                fused.weight = child.weight  # the same Parameter: the optimizer keeps stepping it
-                setattr(parent, name, fused)
-                norms += 1
-
-    def swiglu_forward(mlp, x):
-        return mlp.down_proj(LigerSiLUMulFunction.apply(mlp.gate_proj(x), mlp.up_proj(x)))
-
-    for layer in model.model.language_model.layers:
-        layer.mlp.forward = types.MethodType(swiglu_forward, layer.mlp)
-    return {"liger_kernel": getattr(liger_kernel, "__version__", "installed"), "rms_norms": norms,
-            "patched": ["rms_norm", "rope", "rope_vision", "swiglu"]}
-
-
 def fused_loss(model, inputs, labels):
     """Causal LM loss through Liger's fused linear cross-entropy: lm_head and cross-entropy chunked in
     one Triton kernel family, the logits never materialised."""
@@ -189,6 +155,19 @@ def fused_loss(model, inputs, labels):
     hidden = model.model(**inputs).last_hidden_state[:, :-1]
     return LigerFusedLinearCrossEntropyLoss()(model.lm_head.weight, hidden.reshape(-1, hidden.size(-1)),
                                               labels[:, 1:].reshape(-1))
+
+
+def trl_head_loss(model, inputs, labels):
+    """Causal LM loss through TRL's fused LM head, as train/sft.py and train/grpo.py score: log-probabilities
+    of the labelled positions in chunks of the vocabulary (Triton kernels on CUDA), the logits never
+    materialised. The head is added to the model on first use; without ``fused_lm_head`` its forward is
+    the model's own."""
+    from trl.trainer.utils import add_fused_lm_head
+
+    if not getattr(model, "has_trl_fused_head", False):
+        add_fused_lm_head(model, outputs=("log_probs", "entropy", "is_top1"))  # what SFTTrainer asks of it
+        model.has_trl_fused_head = True
+    return model(**inputs, labels=labels, fused_lm_head=True).loss
 
 
 def kernel_profile(step) -> dict:

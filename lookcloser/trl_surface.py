@@ -168,6 +168,62 @@ def compiled_response_template(template: dict):
     return load_response_template(template)
 
 
+# -- transformers' Qwen3-VL model: Liger's fused kernels --
+
+# What ``apply_liger_kernels`` replaces in ``transformers.models.qwen3_vl.modeling_qwen3_vl``: the two rotary
+# functions the attention modules call by their module-level name, and the modules of these two classes.
+QWEN3VL_KERNEL_SITES = ("apply_rotary_pos_emb", "apply_rotary_pos_emb_vision", "Qwen3VLTextRMSNorm", "Qwen3VLTextMLP")
+
+
+def _fused_swiglu_forward(mlp, x):
+    """``Qwen3VLTextMLP.forward`` (down(silu(gate(x)) * up(x))) with SiLU x up in one Liger kernel."""
+    from liger_kernel.ops.swiglu import LigerSiLUMulFunction
+
+    return mlp.down_proj(LigerSiLUMulFunction.apply(mlp.gate_proj(x), mlp.up_proj(x)))
+
+
+def apply_liger_kernels(model) -> dict:
+    """Liger's Triton kernels in place of Qwen3-VL's unfused elementwise chains, in ``model`` (bare or PEFT-wrapped):
+    the text RMSNorm modules (swapped for ``LigerRMSNorm`` holding the same Parameter, so the optimizer,
+    checkpoints and ZeRO-3 see the same weights), the text and vision rotary embeddings, and SiLU x up in the
+    text MLP. Needs liger-kernel; the kernels run on CUDA only (nothing here runs one).
+
+    Hand-written because Liger's own ``apply_liger_kernel_to_qwen3_vl`` (0.8.5, what TRL's
+    ``use_liger_kernel`` calls) imports ``Qwen3VLCausalLMOutputWithPast``, which transformers 5.23 no
+    longer has, and leaves SwiGLU out for Qwen3-VL. The rotary functions are module-level: every Qwen3-VL
+    model in this process uses Liger's from here on (a reference model too), and it cannot be undone.
+    """
+    import types
+    from importlib.metadata import version
+
+    from liger_kernel.transformers import LigerRMSNorm
+    from liger_kernel.transformers.rope import liger_rotary_pos_emb, liger_rotary_pos_emb_vision
+    from transformers.models.qwen3_vl import modeling_qwen3_vl as qwen3_vl
+
+    norms = [(parent, name, child) for parent in model.modules() for name, child in parent.named_children()
+             if isinstance(child, qwen3_vl.Qwen3VLTextRMSNorm)]
+    mlps = [module for module in model.modules() if isinstance(module, qwen3_vl.Qwen3VLTextMLP)]
+    if not norms or not mlps:
+        raise ValueError(f"{type(model).__name__} has no Qwen3-VL text decoder: Liger's kernels are wired for Qwen3-VL only")
+    acts = sorted({mlp.config.hidden_act for mlp in mlps})
+    if acts != ["silu"]:
+        raise ValueError(f"the text MLP's activation is {', '.join(acts)}: the fused SwiGLU kernel is SiLU only")
+
+    qwen3_vl.apply_rotary_pos_emb = liger_rotary_pos_emb
+    qwen3_vl.apply_rotary_pos_emb_vision = liger_rotary_pos_emb_vision
+    for parent, name, child in norms:
+        # Qwen3's RMSNorm: fp32 statistics, weight x normalised input cast back ("llama" casting, no offset).
+        # in_place=False, as measured (docs/benchmarks.md): Liger's in-place backward writes dX over dY, which
+        # is only correct where nothing else reads dY.
+        fused = LigerRMSNorm(0, eps=child.variance_epsilon, offset=0.0, casting_mode="llama", in_place=False)
+        fused.weight = child.weight
+        setattr(parent, name, fused)
+    for mlp in mlps:
+        mlp.forward = types.MethodType(_fused_swiglu_forward, mlp)
+    return {"liger_kernel": version("liger-kernel"), "rms_norms": len(norms), "swiglu_mlps": len(mlps),
+            "patched": ["rms_norm", "rope", "rope_vision", "swiglu"]}
+
+
 # -- transformers' Qwen3-VL processor --
 
 def init_qwen3vl_processor(processor, image_processor, tokenizer, chat_template=None) -> None:

@@ -91,21 +91,23 @@ def test_tiny_sft_smoke_run_on_cpu_reports_consistent_mfu():
     assert variants[1]["model_flops_per_step"] == 2 * variants[0]["model_flops_per_step"]
 
 
-def test_precomputed_positions_give_the_models_own_loss_and_liger_needs_cuda():
-    """`pos` passes the M-RoPE positions the model would compute itself: the first step's loss is the
-    same. Liger's kernels need CUDA and liger-kernel: here they are an error record, and the run goes on."""
-    proc = _bench("--tiny", "--device", "cpu", "--skip_grpo", "--warmup", "0", "--steps", "1",
-                  "--sft_variants", "1:hf:nogc:pos")
-    plain = _bench("--tiny", "--device", "cpu", "--skip_grpo", "--warmup", "0", "--steps", "1",
-                   "--sft_variants", "1:hf:nogc,1:chunked:nogc:liger")
-    assert proc.returncode == 0 and plain.returncode == 0, (proc.stderr + plain.stderr)[-3000:]
+def test_precomputed_positions_and_trls_head_give_the_models_own_loss_and_liger_needs_cuda():
+    """`pos` passes the M-RoPE positions the model would compute itself, and `trl` scores through TRL's fused
+    LM head (as train/sft.py does): the first step's loss is the model's own. Liger's kernels (the product's
+    patch, fused_kernels: liger) run on CUDA only: on CPU they are an error record, and the run goes on."""
+    one_step = ("--tiny", "--device", "cpu", "--skip_grpo", "--warmup", "0", "--steps", "1", "--sft_variants")
+    proc = _bench(*one_step, "1:hf:nogc:pos")
+    trl_head = _bench(*one_step, "1:trl:nogc")
+    plain = _bench(*one_step, "1:hf:nogc,1:chunked:nogc:liger")
+    assert proc.returncode == trl_head.returncode == plain.returncode == 0, (
+        proc.stderr + trl_head.stderr + plain.stderr)[-3000:]
     with_pos = json.loads(proc.stdout)["sft"]["variants"][0]
+    with_trl_head = json.loads(trl_head.stdout)["sft"]["variants"][0]
     without, liger = json.loads(plain.stdout)["sft"]["variants"]
-    assert with_pos["positions"] and not without["positions"]
+    assert with_pos["positions"] and not without["positions"] and with_trl_head["loss_impl"] == "trl"
     assert with_pos["loss"] == pytest.approx(without["loss"], abs=1e-4)
-    if torch.cuda.is_available():
-        pytest.skip("a CUDA machine may have liger-kernel: the error record is for machines without one")
-    assert liger["liger"] and "liger-kernel not importable" in liger["error"]
+    assert with_trl_head["loss"] == pytest.approx(without["loss"], abs=1e-4)
+    assert liger["liger"] and liger["error"].startswith("liger: ") and "CUDA" in liger["error"], liger
 
 
 @pytest.mark.slow

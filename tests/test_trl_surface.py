@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import inspect
 import re
 import textwrap
@@ -144,11 +145,127 @@ def test_a_compiled_response_template_is_used_as_is_and_parses_like_the_dict():
             assert parse_response(text, compiled, **kwargs) == expected, text
 
 
+def _qwen3vl():
+    from transformers.models.qwen3_vl import modeling_qwen3_vl
+
+    return modeling_qwen3_vl
+
+
+def test_qwen3vl_kernel_sites_are_still_where_the_liger_patch_reaches():
+    """The names ``apply_liger_kernels`` replaces exist, and the modules look them up where it assumes."""
+    qwen3_vl = _qwen3vl()
+    for name in trl_surface.QWEN3VL_KERNEL_SITES:
+        assert hasattr(qwen3_vl, name), name
+    # The attention modules read the rotary functions as module globals at call time: replacing them there works.
+    assert "apply_rotary_pos_emb" in qwen3_vl.Qwen3VLTextAttention.forward.__code__.co_names
+    assert "apply_rotary_pos_emb_vision" in qwen3_vl.Qwen3VLVisionAttention.forward.__code__.co_names
+    assert list(inspect.signature(qwen3_vl.apply_rotary_pos_emb).parameters) == ["q", "k", "cos", "sin", "unsqueeze_dim"]
+    assert list(inspect.signature(qwen3_vl.apply_rotary_pos_emb_vision).parameters)[:4] == ["q", "k", "cos", "sin"]
+    # RMSNorm: fp32 statistics, cast back, then x weight (Liger's "llama" casting, offset 0).
+    assert _self_assignments(_method_source_tree(qwen3_vl.Qwen3VLTextRMSNorm, "__init__")) == {"weight", "variance_epsilon"}
+    norm = inspect.getsource(qwen3_vl.Qwen3VLTextRMSNorm.forward)
+    assert "to(torch.float32)" in norm and "return self.weight * hidden_states.to(input_dtype)" in norm
+    # The MLP that _fused_swiglu_forward reproduces, with SiLU x up fused.
+    assert "self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))" in inspect.getsource(
+        qwen3_vl.Qwen3VLTextMLP.forward)
+
+
+needs_liger = pytest.mark.skipif(importlib.util.find_spec("liger_kernel") is None,
+                                 reason="liger-kernel is not installed (pip install 'lookcloser[gpu]')")
+
+
+@pytest.fixture
+def restored_rotary(monkeypatch):
+    """apply_liger_kernels swaps module-level rotary functions for good: put them back after the test."""
+    qwen3_vl = _qwen3vl()
+    for name in ("apply_rotary_pos_emb", "apply_rotary_pos_emb_vision"):
+        monkeypatch.setattr(qwen3_vl, name, getattr(qwen3_vl, name))
+    return qwen3_vl
+
+
+def _tiny_qwen3vl():
+    import torch
+    from transformers import Qwen3VLForConditionalGeneration
+
+    from lookcloser.agent.tiny_qwen3_vl import build_config, build_tokenizer
+
+    torch.manual_seed(0)
+    return Qwen3VLForConditionalGeneration._from_config(build_config(build_tokenizer()))
+
+
+@needs_liger
+def test_liger_names_we_call_keep_their_parameters():
+    from liger_kernel.transformers import LigerRMSNorm
+    from liger_kernel.transformers.rope import liger_rotary_pos_emb, liger_rotary_pos_emb_vision
+
+    assert list(inspect.signature(liger_rotary_pos_emb).parameters)[:4] == ["q", "k", "cos", "sin"]
+    assert "unsqueeze_dim" in inspect.signature(liger_rotary_pos_emb).parameters
+    assert list(inspect.signature(liger_rotary_pos_emb_vision).parameters) == ["q", "k", "cos", "sin"]
+    assert {"eps", "offset", "casting_mode", "in_place"} <= set(inspect.signature(LigerRMSNorm).parameters)
+
+
+@needs_liger
+def test_liger_patch_swaps_every_text_norm_mlp_and_rotary_of_the_tiny_model(restored_rotary):
+    """Nothing runs a forward here (the kernels need CUDA): the modules and functions are the expected ones."""
+    from liger_kernel.transformers import LigerRMSNorm
+    from liger_kernel.transformers.rope import liger_rotary_pos_emb, liger_rotary_pos_emb_vision
+
+    qwen3_vl = restored_rotary
+    model = _tiny_qwen3vl()
+    before = dict(model.named_parameters())
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    text = model.config.text_config
+    done = trl_surface.apply_liger_kernels(model)
+
+    expected_norms = 4 * text.num_hidden_layers + 1  # input, post-attention, q and k per layer; the final norm
+    assert done["rms_norms"] == expected_norms and done["swiglu_mlps"] == text.num_hidden_layers
+    assert not any(isinstance(m, qwen3_vl.Qwen3VLTextRMSNorm) for m in model.modules())
+    fused = {name: m for name, m in model.named_modules() if isinstance(m, LigerRMSNorm)}
+    assert len(fused) == expected_norms
+    for name, module in fused.items():  # the same Parameter objects: the optimizer and checkpoints see no change
+        assert module.weight is before[f"{name}.weight"]
+        assert module.variance_epsilon == text.rms_norm_eps and module.offset == 0.0
+    assert dict(model.named_parameters()).keys() == before.keys()
+    after = model.state_dict()
+    assert after.keys() == state.keys() and all(after[k].equal(v) for k, v in state.items())
+    for layer in model.model.language_model.layers:
+        assert layer.mlp.forward.__func__ is trl_surface._fused_swiglu_forward
+    assert qwen3_vl.apply_rotary_pos_emb is liger_rotary_pos_emb
+    assert qwen3_vl.apply_rotary_pos_emb_vision is liger_rotary_pos_emb_vision
+    assert not any(isinstance(m, LigerRMSNorm) for m in model.model.visual.modules())  # LayerNorms there
+
+
+@needs_liger
+def test_liger_patch_reaches_through_a_peft_wrapper_and_refuses_other_models(restored_rotary):
+    from liger_kernel.transformers import LigerRMSNorm
+    from peft import LoraConfig, get_peft_model
+    from torch import nn
+
+    model = get_peft_model(_tiny_qwen3vl(), LoraConfig(r=2, target_modules=["gate_proj", "up_proj"]))
+    done = trl_surface.apply_liger_kernels(model)
+    assert done["rms_norms"] == sum(isinstance(m, LigerRMSNorm) for m in model.modules()) > 0
+    mlp = model.base_model.model.model.language_model.layers[0].mlp
+    assert mlp.forward.__func__ is trl_surface._fused_swiglu_forward and hasattr(mlp.gate_proj, "lora_A")
+    with pytest.raises(ValueError, match="no Qwen3-VL text decoder"):
+        trl_surface.apply_liger_kernels(nn.Sequential(nn.Linear(2, 2)))
+
+
+@needs_liger
+def test_liger_own_qwen3vl_patch_still_fails_on_our_pins(restored_rotary):
+    """Why apply_liger_kernels exists: what TRL's ``use_liger_kernel`` calls for Qwen3-VL raises on the
+    pinned transformers. When this fails, Liger's own patch works: consider TRL's key instead of ours."""
+    from liger_kernel.transformers import _apply_liger_kernel_to_instance
+
+    with pytest.raises(ImportError, match="Qwen3VLCausalLMOutputWithPast"):
+        _apply_liger_kernel_to_instance(model=_tiny_qwen3vl(), fused_linear_cross_entropy=False)
+
+
 def test_no_private_upstream_name_outside_the_fence():
     """Product code reaches these TRL/transformers internals only through lookcloser/trl_surface.py
     (the private methods our trainer overrides are the exception: they are its extension points)."""
     fenced = [*(f".{n}" for n in trl_surface.PER_PROMPT_STATE), "._is_vision_dataset", "._use_triton",
-              "._get_train_sampler", "trl_grpo.parse_response", "super(Qwen3VLProcessor", "load_response_template"]
+              "._get_train_sampler", "trl_grpo.parse_response", "super(Qwen3VLProcessor", "load_response_template",
+              "apply_rotary_pos_emb", "from liger_kernel", "import liger_kernel"]
     offenders = [f"{path.relative_to(REPO)}: {name}"
                  for folder in ("rewards", "data_builders", "agent", "train", "eval")
                  for path in sorted((REPO / folder).rglob("*.py"))

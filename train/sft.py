@@ -20,12 +20,13 @@ from trl import ModelConfig, ScriptArguments, SFTConfig
 
 from lookcloser.recipes import RecipeError
 from lookcloser.train.entry import model_and_processor, peft_config, train_and_save
+from lookcloser.train.fused_kernels import FusedKernelsArguments, apply_fused_kernels
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class SFTScriptArguments(ScriptArguments):
+class SFTScriptArguments(FusedKernelsArguments, ScriptArguments):
     """Where the data comes from. ``dataset_path`` covers local files; ``dataset_name`` a hub id."""
 
     dataset_path: str | None = field(
@@ -140,6 +141,7 @@ def build_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mod
         trainer.data_collator = collator
         if script_args.preprocess_once:
             use_featurized_data(trainer, collator, script_args.pack_sequences, model_args.attn_implementation)
+    apply_fused_kernels(trainer, script_args.fused_kernels)
     return trainer
 
 
