@@ -52,6 +52,34 @@ def test_mir_plural_and_case_cue_words(text, letter):
         assert mir.score(text, letter, FOUR) == 1.0
 
 
+# Answers that weigh several options before naming one (issue 27). Before the fix the first nine were
+# misread (a letter weighed earlier) or unread (None); the last three were read right and still are.
+WEIGHED = [
+    # the choice after "but …" / "however"
+    ("Image 2 could match option A, but the cup in image 4 is clearly larger, so D.", "D"),
+    ("It might be (B), but the tower's base is hidden behind the trees, so I go with C.", "C"),
+    ("A and B are both possible, but C fits the depth cues best.", "C"),
+    ("The speedometer in option B reads higher; however, D shows the longer blur, which means faster.", "D"),
+    # "the second one, X, …"
+    ("Options A and C both show a kitchen. The second one, C, has the pan on the stove, matching step 3.", "C"),
+    ("Looking at the two candidates, B and D: the second one, D, places the chair behind the table.", "D"),
+    ("Between A (the red car) and B (the blue car), the second one, B, covers more ground per frame.", "B"),
+    # the choice alone on the last line
+    ("Option B looks plausible since the needle is higher, and option D seems unlikely.\nC", "C"),
+    ("Image 1 suggests option A, image 3 suggests option B.\nWeighing the shadows:\n\n**D**", "D"),
+    ("A: the man is closer. B: he is further away. C: same distance.\nHe overlaps the wall.\n(A)", "A"),
+    # the earlier choice stands when what follows "but" only concedes or rules out
+    ("B is the best match, but A is also close.", "B"),
+    ("C looks right, but D does not.", "C"),
+]
+
+
+@pytest.mark.parametrize(("text", "letter"), WEIGHED)
+def test_mir_answers_that_weigh_options_before_naming_one(text, letter):
+    assert mir.extract_option(text, FOUR) == letter
+    assert mir.score(text, letter, FOUR) == 1.0
+
+
 @pytest.mark.parametrize("text", ["The answer is E.", "Answer: S", "Of the options, E is correct.", "(F)"])
 def test_mir_never_returns_a_letter_outside_the_options(text):
     assert mir.extract_option(text, FOUR) is None
