@@ -133,7 +133,7 @@ def resolve_image_path(root: str | Path, relative: str, *, source: str | Path = 
     """
     root_path = Path(root).resolve()
     candidate = (root_path / relative).resolve()
-    if candidate != root_path and root_path not in candidate.parents:
+    if not candidate.is_relative_to(root_path):
         raise RecordError(source, rid, field, f"image path {relative!r} leaves the data root {root_path}")
     return candidate
 
