@@ -98,8 +98,9 @@ def _alone_on_last_line(tail: str, valid: frozenset[str] | None) -> str | None:
 
 
 def _after_contrast(tail: str, valid: frozenset[str] | None) -> str | None:
-    """The first option named after the last "but"/"however" of the final paragraph, unless it is
-    ruled out or conceded there: "A and B are possible, but C fits the depth cues best." → C."""
+    """The first option named (a capital letter) after the last "but"/"however" of the final
+    paragraph, unless it is ruled out or conceded there: "A and B are possible, but C fits the
+    depth cues best." → C."""
     paragraph = tail.rstrip().rsplit("\n\n", 1)[-1]
     contrast = None
     for contrast in _CONTRAST.finditer(paragraph):
@@ -108,11 +109,12 @@ def _after_contrast(tail: str, valid: frozenset[str] | None) -> str | None:
         return None
     rest = paragraph[contrast.end():]
     for token in _LETTER_TOKEN.finditer(rest):
-        if not _names_option(rest, token, valid) or _NOT_CHOSEN.match(rest, token.end()):
+        if not token.group(1).isupper() or not _names_option(rest, token, valid) \
+                or _NOT_CHOSEN.match(rest, token.end()):
             continue
         if rest[:token.start()].rstrip().lower().endswith(("not", "nor")):  # "but not D"
             continue
-        return token.group(1).upper()
+        return token.group(1)
     return None
 
 
