@@ -13,11 +13,11 @@ from pathlib import Path
 
 from lookcloser.data_builders.records import (
     IMAGE_PLACEHOLDER,
-    ImageResolver,
     RecordError,
     check_image,
     read_json_records,
     record_id,
+    resolve_image_path,
     validate_mir_record,
 )
 
@@ -152,7 +152,7 @@ def answer_letter(record: dict) -> str | None:
     return gold_letter(record["conclusion"])
 
 
-def prepare_mir_record(raw: object, index: int, source: str | Path, root: str | Path | ImageResolver, *,
+def prepare_mir_record(raw: object, index: int, source: str | Path, root: str | Path, *,
                        check_images: bool = True, max_pixels: int | None = None,
                        checked: dict[str, tuple[int, int]] | None = None) -> dict:
     """Validate one raw MIR record and resolve its images to absolute paths inside ``root``.
@@ -162,11 +162,10 @@ def prepare_mir_record(raw: object, index: int, source: str | Path, root: str | 
     """
     record = dict(validate_mir_record(raw, source, index))
     rid = record_id(record, index)
-    resolve = root if isinstance(root, ImageResolver) else ImageResolver(root)
     kwargs = {"max_pixels": max_pixels} if max_pixels else {}
     resolved = []
     for rel in record["images"]:
-        key = resolve(rel, source=source, rid=rid)
+        key = str(resolve_image_path(root, rel, source=source, rid=rid))
         if check_images and (checked is None or key not in checked):
             size = check_image(Path(key), source=source, rid=rid, **kwargs)
             if checked is not None:
@@ -184,7 +183,7 @@ def load_mir_records(path: str | Path, images_root: str | Path | None = None, *,
     The first bad record stops with a ``RecordError`` naming file, record and field.
     """
     path = Path(path)
-    root = ImageResolver(images_root if images_root is not None else path.parent)
+    root = images_root if images_root is not None else path.parent
     checked: dict[str, tuple[int, int]] = {}
     out = [prepare_mir_record(raw, index, path, root, check_images=check_images, max_pixels=max_pixels,
                               checked=checked)
@@ -241,7 +240,7 @@ def build_mir(path: str | Path, out_dir: str | Path, report, *, images_root: str
         if stage not in STAGES:
             raise ValueError(f"MIR stage must be one of {STAGES}, got {stage!r}")
     path = Path(path)
-    root = ImageResolver(images_root if images_root is not None else path.parent)
+    root = images_root if images_root is not None else path.parent
     records = read_json_records(path)
     checked: dict[str, tuple[int, int]] = {}
     features = sft_features()

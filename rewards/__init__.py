@@ -1,8 +1,8 @@
-"""lookcloser rewards: the benchmarks' own scorers as exact, fast, uncrashable reward functions.
+"""lookcloser rewards: the benchmarks' own scorers as exact, uncrashable reward functions.
 
-Pure Python (plus math-verify and levenshtein, imported lazily / optionally): no torch,
-transformers or trl. ``REGISTRY`` maps names to TRL-style reward functions
-``f(completions, **dataset_columns) -> list[float | None]``; see ``docs/rewards.md``.
+Pure Python (plus math-verify, imported lazily, and levenshtein): no torch, transformers or trl.
+``REGISTRY`` maps names to TRL-style reward functions ``f(completions, **dataset_columns) ->
+list[float | None]``; ``get_reward_funcs`` builds the ones a recipe names; see ``docs/rewards.md``.
 
 >>> sorted(REGISTRY)[:4]
 ['accuracy', 'disbench', 'format', 'imagemining']

@@ -1,7 +1,7 @@
-"""Text helpers shared by the scorers: completion text, answer blocks, boxed content, lists of numbers.
+"""Text helpers shared by the scorers: completion text, answer blocks, boxed content, answer cues,
+lists of numbers.
 
-Every helper is total (never raises on a str) and cheap: they use ``str.rfind`` from the end
-of the text, since a final answer sits at the end and responses can be long.
+Every helper is total: it never raises on a str.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import re
 from typing import Any
 
 _THINK_CLOSE = "</think>"
-_TAGS = {tag: (f"<{tag}>", f"</{tag}>") for tag in ("answer", "conclusion", "think")}
 
 
 def message_text(content: Any) -> str:
@@ -91,7 +90,7 @@ def after_think(text: str) -> str:
     cut = text.rfind(_THINK_CLOSE)
     if cut >= 0:
         tail = text[cut + len(_THINK_CLOSE):]
-        if tail and not tail.isspace():  # what tail.strip() tells, without copying the tail
+        if tail.strip():
             return tail
     return text
 
@@ -104,9 +103,7 @@ def last_tag_block(text: str, tag: str) -> tuple[str, int] | None:
     >>> last_tag_block("no block", "answer") is None
     True
     """
-    if "<" not in text:  # one memchr: far cheaper than an rfind of the tag
-        return None
-    open_tag, close_tag = _TAGS.get(tag) or (f"<{tag}>", f"</{tag}>")
+    open_tag, close_tag = f"<{tag}>", f"</{tag}>"
     start = text.rfind(open_tag)
     if start < 0:
         return None
@@ -156,8 +153,6 @@ def last_boxed(text: str) -> tuple[str, int] | None:
     >>> last_boxed(r"try \\boxed{1} then \\boxed{\\frac{1}{2}}")
     ('\\\\frac{1}{2}', 19)
     """
-    if "\\" not in text:  # one memchr: far cheaper than the two rfinds
-        return None
     pos = len(text)
     for _ in range(16):  # skip at most a few unbalanced boxes from the end
         start = max(text.rfind("\\boxed{", 0, pos), text.rfind("\\fbox{", 0, pos))
@@ -190,28 +185,6 @@ def all_boxed(text: str, limit: int = 64) -> list[str]:
     return found
 
 
-# A sentence ends at . ! ? (or their full-width forms) followed by whitespace; in a reversed line
-# that gap reads whitespace then the punctuation.
-_SENTENCE_GAP_REVERSED = re.compile(r"\s+[.!?。！？]")
-
-
-def sentences_backwards(line: str):
-    """``re.split(r"(?<=[.!?。！？])\\s+", line)`` last piece first, split only as far as it is read.
-
-    >>> list(sentences_backwards("A. B! C"))
-    ['C', 'B!', 'A.']
-    """
-    n, backwards, pos = len(line), line[::-1], 0
-    while True:
-        gap = _SENTENCE_GAP_REVERSED.search(backwards, pos)
-        if gap is None:
-            yield line[:n - pos]
-            return
-        yield line[n - gap.start():n - pos]
-        pos = gap.end() - 1  # the punctuation ends the sentence before
-
-
-_MARKUP_CHARS = re.compile(r"[*_`$#\\]")
 _MARKUP = re.compile(r"\\text(?:bf|rm|tt)?\{([^{}]*)\}|\\mathrm\{([^{}]*)\}|[*_`$#]+")
 
 
@@ -221,8 +194,6 @@ def strip_markup(text: str) -> str:
     >>> strip_markup(r"**Answer:** $\\text{B}$")
     'Answer: B'
     """
-    if not _MARKUP_CHARS.search(text):
-        return text
     return _MARKUP.sub(lambda m: m.group(1) or m.group(2) or "", text)
 
 
@@ -244,36 +215,85 @@ def parse_json_field(value: Any) -> Any:
     return value
 
 
+# ---- answer cues ---------------------------------------------------------------------------------
+# A cue is where a response states its answer: "Answer:", "the answer is", "Final answer", "the
+# correct option is", "I choose", "B is correct", "答案是", "故选". Every cue holds one of these
+# keywords: they are found with one literal regex and the cue's forms are tried around each, last
+# keyword first (one case-insensitive regex of every form run over the response costs ~5x more).
+_CUE_WORD = re.compile(r"answer|option|choice|choose|pick|select|go with|correct|right|best|答案|选")
+_BE = r"(?:is|are|would\s+be|should\s+be|will\s+be|must\s+be)\b"
+_LETTER_IS = r"(?<![A-Za-z0-9'’])([A-J])\)?\s+(?:is|would\s+be)\s+(?:the\s+)?"
+LETTER_CUE = re.compile(_LETTER_IS + r"(?:correct|right|best|answer)\b")  # "B is correct"
+_LETTER_BEFORE = re.compile(_LETTER_IS + r"\Z")
+_QUALIFIER_BEFORE = re.compile(r"(?<![a-z])(?:final|correct|right|best|your|my)\s+\Z")  # "final answer"
+_PRONOUN_BEFORE = re.compile(r"(?<![a-z])i\s+\Z")  # "I choose"
+_OPTIONAL_SEPARATOR = re.compile(r"s?(?:\s+" + _BE + r")?(?:\s*[:：=\-–—])?")
+_REQUIRED_SEPARATOR = re.compile(r"s?[ \t]*(?:\*\*|__)?[ \t]*(?:" + _BE + r"|[:：=\-–—]|\n)")  # "answer is", "Answer:"
+_ZH_SEPARATOR = re.compile(r"\s*(?:应该|应)?\s*(?:是|为|[:：])?")
+
+
+def _cue_at(text: str, lowered: str, word: str, at: int) -> tuple[int, int, str | None] | None:
+    """``(start, end, letter)`` of the cue built around keyword ``word`` at ``at``, or None."""
+    after = at + len(word)
+    if word == "答案":
+        start = at - 2 if lowered[max(0, at - 2):at] in ("最终", "正确") else at
+        return start, _ZH_SEPARATOR.match(lowered, after).end(), None
+    if word == "选":  # 故选 / 应选 B; not 选项 (option) nor 选择题 (multiple choice)
+        if lowered.startswith(("项", "择题"), after):
+            return None
+        return (at - 1 if at and lowered[at - 1] in "故应" else at), after, None
+    if at and lowered[at - 1].isalnum():  # inside a longer word ("reanswer", "upright")
+        return None
+    before = max(0, at - 32)
+    if word in ("answer", "option", "choice"):
+        qualifier = _QUALIFIER_BEFORE.search(lowered, before, at)
+        if qualifier:
+            return qualifier.start(), _OPTIONAL_SEPARATOR.match(lowered, after).end(), None
+    if word in ("answer", "correct", "right", "best"):
+        letter = _LETTER_BEFORE.search(text, before, at)
+        if letter:
+            return letter.start(), after, letter.group(1)
+    if word == "answer":
+        separator = _REQUIRED_SEPARATOR.match(lowered, after)
+        return (at, separator.end(), None) if separator else None
+    if word in ("choose", "pick", "select", "go with"):
+        pronoun = _PRONOUN_BEFORE.search(lowered, before, at)
+        return (pronoun.start(), after, None) if pronoun else None
+    return None
+
+
+def last_answer_cue(text: str) -> tuple[int, int, str | None] | None:
+    """``(start, end, letter)`` of the last answer cue: the answer follows ``end``, or is
+    ``letter`` for cues like ``B is correct``. None when the text has no cue.
+
+    >>> t = "Option A is unlikely. To answer this I zoomed in. The answer is B. Hope this helps."
+    >>> start, end, letter = last_answer_cue(t); t[start:end], letter
+    ('answer is', None)
+    >>> last_answer_cue("So (C) is the correct one.")[2], last_answer_cue("答案：72")[:2]
+    ('C', (0, 3))
+    >>> last_answer_cue("no cue here") is None
+    True
+    """
+    lowered = text.lower()
+    if len(lowered) != len(text):  # a few characters ("İ") grow when lowered: keep the offsets
+        lowered = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+    for word in reversed(list(_CUE_WORD.finditer(lowered))):
+        cue = _cue_at(text, lowered, word.group(), word.start())
+        if cue is not None:
+            return cue
+    return None
+
+
 # ---- lists of numbers in an answer (TIR-Bench index sets, jigsaw rows) ----------------------------
 
 DIGITS = re.compile(r"\d+")
 _INDEX_WORDS = re.compile(r"\b(?:patch(?:es)?|ind(?:ex|ices)|cells?|no\.|numbers?)\s*|#", re.IGNORECASE)
-_INDEX_WORD_HINTS = ("patch", "ind", "cell", "no.", "number", "#")  # one is in every match
 _BRACKET_LIST = re.compile(r"[\[{(]([\d\s,，;、]*\d[\d\s,，;、]*)[\]})]")
 _INDEX_RUN = re.compile(r"\d+(?:\s*(?:,\s*and|,|，|、|;|and|&|\+)\s*\d+)*")
 _ROW_LABEL = re.compile(r"\b(?:row|line)\s*\d+\s*(?:[:：=]|->|→|[-–—](?!\s*\d))|第\s*\d+\s*行\s*[:：]?",
                         re.IGNORECASE)
-_ROW_LABEL_HINTS = ("row", "line")  # every _ROW_LABEL match holds one (or 第, not ASCII)
-# Maximal runs of these characters (with brackets, then without): findall gives a run holding a
-# digit, and "" for one without (the second branch eats it whole, so the scan stays linear)
-_JIGSAW_CHARS = re.compile(r"([\d\s,，;、|\[\]()]*\d[\d\s,，;、|\[\]()]*)|[\s,，;、|\[\]()]+")
-_OFFICIAL_JIGSAW_CHARS = re.compile(r"([\d\s,，]*\d[\d\s,，]*)|[\s,，]+")
-
-
-def may_match(text: str, hints: tuple[str, ...]) -> bool:
-    """False only when a case-insensitive regex needing one of these words cannot match: an ASCII
-    text holding none of them (lowered). Non-ASCII text always may (IGNORECASE folds "ı" to "i").
-
-    >>> may_match("Row 2, column 5", ("row",)), may_match("(2, 5)", ("row",))
-    (True, False)
-    """
-    if not text.isascii():
-        return True
-    lowered = text.lower()
-    for hint in hints:
-        if hint in lowered:
-            return True
-    return False
+_JIGSAW_RUN = re.compile(r"[\d\s,，;、|\[\]()]+")  # digits with separators and brackets
+_OFFICIAL_JIGSAW_RUN = re.compile(r"[\d\s,，]+")  # what the official judge reads as one run
 
 
 def read_index_set(text: str) -> list[int] | None:
@@ -284,19 +304,23 @@ def read_index_set(text: str) -> list[int] | None:
     >>> read_index_set("Patches 7, 11, and 12 differ.")
     [7, 11, 12]
     """
-    if may_match(text, _INDEX_WORD_HINTS):
-        text = _INDEX_WORDS.sub("", text)
+    text = _INDEX_WORDS.sub("", text)
     lists = _BRACKET_LIST.findall(text)
     if lists:
         return [int(x) for x in DIGITS.findall(lists[-1])]
     runs = _INDEX_RUN.findall(text)
-    multi = [r for r in runs if not r.isdigit()]  # a run with a separator holds >= 2 indices
+    multi = [r for r in runs if len(DIGITS.findall(r)) >= 2]
     chosen = multi[-1] if multi else (runs[-1] if runs else None)
     return None if chosen is None else [int(x) for x in DIGITS.findall(chosen)]
 
 
 def drop_row_labels(text: str) -> str:
-    return _ROW_LABEL.sub(" ", text) if may_match(text, _ROW_LABEL_HINTS) else text
+    """Row labels ("Row 2:", "第2行") replaced by a space.
+
+    >>> drop_row_labels("Row 1: 2 1")
+    '  2 1'
+    """
+    return _ROW_LABEL.sub(" ", text)
 
 
 def read_jigsaw(text: str, n: int) -> list[int] | None:
@@ -308,10 +332,8 @@ def read_jigsaw(text: str, n: int) -> list[int] | None:
     """
     total = n * n
     text = drop_row_labels(text)
-    for runs in (_JIGSAW_CHARS, _OFFICIAL_JIGSAW_CHARS):  # with brackets first, then without
+    for runs in (_JIGSAW_RUN, _OFFICIAL_JIGSAW_RUN):  # with brackets first, then without
         for run in reversed(runs.findall(text)):
-            if not run:  # no digit in it
-                continue
             numbers = DIGITS.findall(run)
             if len(numbers) == total:
                 return [int(x) for x in numbers]

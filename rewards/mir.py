@@ -3,6 +3,8 @@
 Extraction is case-insensitive and accepts ``\\boxed{B}``, ``Answer: B``, ``Your option: B``,
 ``the correct answer is B``, ``(B)``, a final bare letter, and ``<conclusion>…</conclusion>`` /
 ``<answer>…</answer>`` blocks. MIR's own regex is case-sensitive and misses most answers.
+Answers that weigh several options before naming one are read at the one they name: a letter
+alone on the last line, the option after the last "but"/"however", "the second one, C, …".
 """
 
 from __future__ import annotations
@@ -26,6 +28,16 @@ _WEAK_CUE = re.compile(r"\b(?:option|choice)s?\b\s*[:：]?\s*" + _LETTER + _NOT_
 _VERDICT = re.compile(
     r"(?<![A-Za-z0-9'’])\(?([A-Z])\)?\s+(?:is|seems|looks|fits|matches|would\s+be)\s+(?:the\s+)?(?:most\s+)?"
     r"(?:correct|right|best|answer|closest|likely|fit|match)\b")
+# "the second one, D, places…", "the latter (C)": an option named after pointing at it.
+_NAMED_ONE = re.compile(
+    r"\b(?:first|second|third|fourth|fifth|last|latter|former)(?:\s+(?:one|option|choice|image))?"
+    r"\s*(?:,\s*|\(\s*)(?:option\s+)?\(?([A-Za-z])\)?\s*[,)]", re.IGNORECASE)
+_CONTRAST = re.compile(r"\b(?:but|however)\b", re.IGNORECASE)
+_LETTER_TOKEN = re.compile(r"(?<![A-Za-z0-9'’])\(?([A-Za-z])\)?(?![A-Za-z0-9'’])")
+# After a letter: it is ruled out or only conceded ("but D does not fit", "but A is also close").
+_NOT_CHOSEN = re.compile(
+    r"\)?,?\s+(?:(?:is|are|was|does|do|did|can|could|might|may|would|seems?|looks?)\s*)?"
+    r"(?:not|n['’]t|cannot|never|also|too|close|wrong|incorrect|unlikely|ruled)\b", re.IGNORECASE)
 _PAREN = re.compile(r"(?<![A-Za-z])\(([A-Za-z])\)")
 _LAST_BARE = re.compile(r"(?:^|[\s>:*(\[])([A-Za-z])[).\]*]*\s*$")
 _ONLY_LETTER = re.compile(r"^[\s*_(\[{]*([A-Za-z])[\s*_)\]}.]*$")
@@ -61,14 +73,49 @@ def _from_block(block: str, valid: frozenset[str] | None) -> str | None:
     return _from_text(block, valid)
 
 
+def _names_option(text: str, match: re.Match, valid: frozenset[str] | None) -> bool:
+    """Whether group 1 of ``match`` is an option letter: a valid one, and not the article "a" or
+    the pronoun "I" (a lowercase letter or "I" followed by a word)."""
+    letter = match.group(1)
+    return ((letter.isupper() and letter != "I") or not _WORD_AFTER.match(text, match.end(1))) \
+        and _valid(letter, valid) is not None
+
+
 def _last_cue(regex: re.Pattern, tail: str, valid: frozenset[str] | None) -> str | None:
     chosen = None
     for cue in regex.finditer(tail):
-        letter = cue.group(1)
-        if ((letter.isupper() and letter != "I") or not _WORD_AFTER.match(tail, cue.end(1))) \
-                and _valid(letter, valid):
-            chosen = letter
+        if _names_option(tail, cue, valid):
+            chosen = cue.group(1)
     return _valid(chosen, valid)
+
+
+def _alone_on_last_line(tail: str, valid: frozenset[str] | None) -> str | None:
+    """A last line that is only a letter ("…option D seems unlikely.\\nC"): the option chosen."""
+    only = _ONLY_LETTER.match(tail.rstrip().rsplit("\n", 1)[-1])
+    if only is None or only.group(1) in "ai":  # a lone lowercase "a"/"i" is a word
+        return None
+    return _valid(only.group(1), valid)
+
+
+def _after_contrast(tail: str, valid: frozenset[str] | None) -> str | None:
+    """The first option named (a capital letter) after the last "but"/"however" of the final
+    paragraph, unless it is ruled out or conceded there: "A and B are possible, but C fits the
+    depth cues best." → C."""
+    paragraph = tail.rstrip().rsplit("\n\n", 1)[-1]
+    contrast = None
+    for contrast in _CONTRAST.finditer(paragraph):
+        pass
+    if contrast is None:
+        return None
+    rest = paragraph[contrast.end():]
+    for token in _LETTER_TOKEN.finditer(rest):
+        if not token.group(1).isupper() or not _names_option(rest, token, valid) \
+                or _NOT_CHOSEN.match(rest, token.end()):
+            continue
+        if rest[:token.start()].rstrip().lower().endswith(("not", "nor")):  # "but not D"
+            continue
+        return token.group(1)
+    return None
 
 
 def _from_text(text: str, valid: frozenset[str] | None) -> str | None:
@@ -79,10 +126,12 @@ def _from_text(text: str, valid: frozenset[str] | None) -> str | None:
         if only and _valid(only.group(1), valid):
             return only.group(1).upper()
     tail = text[-4000:]
-    for cue_regex in (_STRONG_CUE, _VERDICT, _WEAK_CUE):  # "Your option: B / Reason: option A…" → B
-        chosen = _last_cue(cue_regex, tail, valid)
-        if chosen is not None:
-            return chosen
+    # From the most explicit statement to the least: "Your option: B / Reason: option A…" → B
+    chosen = (_last_cue(_STRONG_CUE, tail, valid) or _alone_on_last_line(tail, valid)
+              or _after_contrast(tail, valid) or _last_cue(_NAMED_ONE, tail, valid)
+              or _last_cue(_VERDICT, tail, valid) or _last_cue(_WEAK_CUE, tail, valid))
+    if chosen is not None:
+        return chosen.upper()
     parens = [p for p in _PAREN.findall(tail) if _valid(p, valid)]
     if parens:
         return parens[-1].upper()

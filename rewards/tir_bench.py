@@ -12,12 +12,11 @@ from __future__ import annotations
 import functools
 import re
 
-from lookcloser.rewards._text import DIGITS, after_think, all_boxed, all_tag_blocks, last_boxed, may_match
+from lookcloser.rewards._text import DIGITS, after_think, all_boxed, all_tag_blocks, last_boxed
 from lookcloser.rewards.tir_extract import (
     NUMBER,
     PAIR,
     ROW_COL,
-    ROW_COL_HINTS,
     STRONG_SOURCES,
     clean,
     distinct_letters,
@@ -147,8 +146,6 @@ def score(item: dict, response: str, mode: str = "strict") -> float:
 
 def _final_answers_disagree(region: str) -> bool:
     """Several final answers (``<answer>`` blocks / boxes) that differ: hedging."""
-    if "<" not in region and "\\" not in region:  # no tag and no box (two memchr, the usual case)
-        return False
     if region.count("<answer>") + region.count("\\boxed{") + region.count("\\fbox{") <= 1:
         return False  # one final answer at most: nothing to disagree
     finals = set()
@@ -241,8 +238,7 @@ def _strict_score(item: dict, response: str) -> float:
             return verdict
         clause = _answer_clause(span)
         pairs = {(int(a), int(b)) for a, b in PAIR.findall(clause)}
-        if may_match(clause, ROW_COL_HINTS):
-            pairs |= {tuple(int(g) for g in m.groups() if g is not None) for m in ROW_COL.finditer(clause)}
+        pairs |= {tuple(int(g) for g in m.groups() if g is not None) for m in ROW_COL.finditer(clause)}
         if len(pairs) != 1 or len(set(PAIR.findall(context))) >= 3:  # several pairs listed
             return 0.0
         return verdict

@@ -1,7 +1,7 @@
 """Rule-based extraction of a TIR-Bench answer from a full model response (no LLM).
 
 Order (docs/formats.md §3): the final ``<answer>…</answer>``, else the final ``\\boxed{…}``, else the LAST
-answer cue (``Answer:``, ``the answer is``, ``答案是``, ``B is correct``… see ``rewards.cues``),
+answer cue (``Answer:``, ``the answer is``, ``答案是``, ``B is correct``… see ``rewards._text.last_answer_cue``),
 else the last sentences (after ``</think>``; inside it only when nothing is found after it).
 The span found is then read by answer kind: a letter (or the letter of an option whose text it
 states), several letters, a number, the LAST pair / index set / n² row in the span, or the text
@@ -12,42 +12,32 @@ strict scoring can check for hedging.
 from __future__ import annotations
 
 import functools
-import itertools
 import re
 import unicodedata
-from collections.abc import Iterator
 
 from lookcloser.rewards._text import (
     DIGITS,
+    LETTER_CUE,
     after_think,
     drop_row_labels,
+    last_answer_cue,
     last_boxed,
     last_tag_block,
-    may_match,
     read_index_set,
     read_jigsaw,
-    sentences_backwards,
     strip_markup,
 )
-from lookcloser.rewards.cues import LETTER_CUE, last_answer_cue
 from lookcloser.rewards.tir_judge import CHOICE_LETTERS, answer_type, item_task, jigsaw_difficulty
 
 STRONG_SOURCES = ("tag", "box", "cue")
 _TAIL_WINDOW = 1500  # tail sentences are looked for here: final answers sit at the end
 _SPAN_MAX = 600
 
-# What leads an answer ("**: B"): whitespace (exactly str.isspace(), as regex \s) and markup, for
-# str.lstrip, ~5x cheaper than a regex sub
-_LEADING_JUNK = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
-                 "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000" ":：=-–—>*_#`$")
+_LEADING_JUNK = re.compile(r"^[\s:：=\-–—>*_#`$]+")  # what leads an answer ("**: B")
 _STRIP_CHARS = " \t\r\n*_`$\"'“”‘’.,;:：。，；!！?？"
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?。！？])\s+")
-# A letter token (?<![A-Za-z0-9'’])\(?([A-J])\)?(?![A-Za-z0-9'’]) and a run of 2-10 letters, written to
-# start with a character class (the lookbehind moved after it: the engine skips to candidates, ~2x
-# faster); the letter is captured by a lookbehind, so that group 1 is the same in both branches
-_LETTER_TOKEN = re.compile(r"[(A-J](?<![A-Za-z0-9'’][(A-J])(?:(?<=\()[A-J]|(?<!\())(?<=([A-J]))"
-                           r"\)?(?![A-Za-z0-9'’])")
-_LETTER_RUN = re.compile(r"[A-J](?<![A-Za-z0-9'’][A-J])[A-J]{1,9}(?![A-Za-z0-9'’])")
+_LETTER_TOKEN = re.compile(r"(?<![A-Za-z0-9'’])\(?([A-J])\)?(?![A-Za-z0-9'’])")
+_LETTER_RUN = re.compile(r"(?<![A-Za-z0-9'’])([A-J]{2,10})(?![A-Za-z0-9'’])")
 _LETTER_GROUP = re.compile(r"(?<![A-Za-z0-9'’])\(?([A-J]{1,10})\)?(?![A-Za-z0-9'’])")
 _PAREN_LETTER = re.compile(r"\(([A-J])\)")
 _ANSWER_LINE = re.compile(r"\(?([A-J])\)?(?:$|[.:：)]\s*\S)")
@@ -56,10 +46,6 @@ _META_SENTENCE = re.compile(
     r"^\s*(?:\(.*\)|（.*）)\s*$|^\W*(?:note|confidence|p\.?s\.?|i hope|hope|let me know|disclaimer)\b",
     re.IGNORECASE | re.DOTALL,
 )
-# First characters no _META_SENTENCE match starts with (ASCII word characters but n c p i h l d):
-# testing one saves the regex for most lines
-_NOT_META_START = frozenset(c for c in "0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                            if c.lower() not in "ncpihld")
 _FOLLOWING_WORD = re.compile(r"\s+([a-z]+)")
 # "A"/"I" followed by one of these words still reads as an option letter ("A is correct").
 _LETTER_VERBS = frozenset((
@@ -67,10 +53,7 @@ _LETTER_VERBS = frozenset((
     "gives", "best", "and", "or", "option", "choice", "correct",
 ))
 _OPTION_LINE = re.compile(r"(?m)(?:^|\s)\(?([A-J])(?:[.:：)]|\s)")
-# A number: (?<![\d.])[-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)? written to start with a sign or a
-# digit (the lookbehind moved after it), so that the regex engine skips to candidates: ~3x faster
-NUMBER = re.compile(r"(?:[-−](?<![\d.].)(?:\d{1,3}(?:,\d{3})+|\d+)|\d(?<![\d.]\d)(?:\d{0,2}(?:,\d{3})+|\d*))"
-                    r"(?:\.\d+)?")
+NUMBER = re.compile(r"(?<![\d.])[-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
 _BOLD = re.compile(r"\*\*([^*\n]{1,80})\*\*")
 _NUMBER_WORDS = {w: i for i, w in enumerate((
     "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
@@ -86,7 +69,6 @@ PAIR = re.compile(r"(\d+)\s*[,，]\s*(\d+)")
 ROW_COL = re.compile(
     r"row[\s=:#]*(\d+)\D{0,24}?col(?:umn)?[\s=:#]*(\d+)|第\s*(\d+)\s*行\D{0,6}?第\s*(\d+)\s*列", re.IGNORECASE
 )
-ROW_COL_HINTS = ("row",)  # in every ROW_COL match (or 第, not ASCII)
 _NO_DIFFERENCE = re.compile(r"\b(?:none|no\s+differen|identical)", re.IGNORECASE)
 _QUOTED = re.compile(r'"([^"\n]{1,200})"|“([^”\n]{1,200})”|「([^」\n]{1,200})」')
 
@@ -130,19 +112,7 @@ def clean(text: str) -> str:
     >>> clean(" **(B).** ")
     '(B)'
     """
-    global _last_cleaned
-    last = _last_cleaned  # one scoring cleans its span up to 3 times (cue line, reader, strict)
-    if last[0] == text:
-        return last[1]
-    if last[2] == text:  # with the paragraph's first line cleaned in between
-        return last[3]
-    cleaned = text if text.isascii() else unicodedata.normalize("NFKC", text)
-    cleaned = strip_markup(cleaned).strip(_STRIP_CHARS)
-    _last_cleaned = (text, cleaned, last[0], last[1])  # one tuple: safe to read from another thread
-    return cleaned
-
-
-_last_cleaned = ("", "", "", "")
+    return strip_markup(unicodedata.normalize("NFKC", text)).strip(_STRIP_CHARS)
 
 
 def _plausible_letter(text: str, match: re.Match, valid: frozenset[str]) -> bool:
@@ -300,7 +270,7 @@ def _read_number(span: str, strong: bool, words: bool = True) -> str | None:
 def _read_pair(span: str, strong: bool) -> str | None:
     text = clean(span)
     best, best_end = None, -1
-    for regex in (PAIR, ROW_COL) if may_match(text, ROW_COL_HINTS) else (PAIR,):
+    for regex in (PAIR, ROW_COL):
         for m in regex.finditer(text):
             if m.end() > best_end:
                 groups = [g for g in m.groups() if g is not None]
@@ -317,7 +287,7 @@ def _read_set(span: str, strong: bool) -> str | None:
         if _NO_DIFFERENCE.search(text):
             return ""
         return (text or None) if strong else None
-    return ", ".join(map(str, dict.fromkeys(found)))
+    return ", ".join(str(x) for x in dict.fromkeys(found))
 
 
 def jigsaw_numbers_text(span: str) -> str:
@@ -332,7 +302,7 @@ def jigsaw_numbers_text(span: str) -> str:
 def _paragraph(region: str, start: int) -> str:
     """From ``start`` to the first blank line after some content (at most _SPAN_MAX chars)."""
     text = region[start:start + _SPAN_MAX]
-    body = text.lstrip(_LEADING_JUNK)
+    body = _LEADING_JUNK.sub("", text)
     cut = body.find("\n\n")
     if cut >= 0:
         first = clean(body[:cut])
@@ -350,7 +320,7 @@ def _cue_span(region: str) -> tuple[str, int] | None:
         return letter, start
     line_end = region.find("\n", rest_start)
     line = region[rest_start:] if line_end < 0 else region[rest_start:line_end]
-    line = line.lstrip(_LEADING_JUNK)
+    line = _LEADING_JUNK.sub("", line)
     if clean(line):
         return line, rest_start
     return _paragraph(region, rest_start), rest_start
@@ -428,15 +398,12 @@ def _extract_from(facts: tuple[str, str, int | None], region: str) -> tuple[str 
         value = read_span(kind, span, True, prompt, n)
         return (value if value is not None else clean(span)), span, source, context
     context = region[-_SPAN_MAX:].strip().rsplit("\n\n", 1)[-1]
-    candidates = _tail_sentences(region)  # lazy: the last sentence usually holds the answer
+    sentences = _tail_sentences(region)
     if kind == "jigsaw":  # a bare grid spans several lines: try the last paragraphs first
-        lines = [x for x in region[-3 * _SPAN_MAX:].strip().split("\n")
-                 if x[:1] in _NOT_META_START or not _META_SENTENCE.match(x)]
+        lines = [x for x in region[-3 * _SPAN_MAX:].strip().split("\n") if not _META_SENTENCE.match(x)]
         paragraphs = [p for p in "\n".join(lines).split("\n\n") if p.strip()]
-        candidates = itertools.chain(paragraphs[::-1][:4], candidates)
-    sentences: list[str] = []  # the candidates read so far; all of them after the loop
-    for sentence in candidates:
-        sentences.append(sentence)
+        sentences[:0] = paragraphs[::-1][:4]
+    for sentence in sentences:
         value = _read_number(sentence, False, words=False) if kind in ("int", "float") \
             else read_span(kind, sentence, False, prompt, n)
         if value is not None:
@@ -449,20 +416,16 @@ def _extract_from(facts: tuple[str, str, int | None], region: str) -> tuple[str 
     return None, (sentences[0] if sentences else ""), "tail", context
 
 
-def _tail_sentences(region: str, limit: int = 6) -> Iterator[str]:
-    """The last few sentences (or lines), last first, split only as far as they are read."""
-    count = 0
+def _tail_sentences(region: str, limit: int = 6) -> list[str]:
+    """The last few sentences (or lines) of the region, last first, notes and asides left out."""
+    out: list[str] = []
     for line in reversed(region[-_TAIL_WINDOW:].splitlines()):
-        line = line.strip()
-        if not line:
-            continue
-        for sentence in sentences_backwards(line):
-            if sentence[:1] in _NOT_META_START or (sentence and not sentence.isspace()
-                                                    and not _META_SENTENCE.match(sentence)):
-                yield sentence
-                count += 1
-                if count >= limit:
-                    return
+        for sentence in reversed(_SENTENCE_SPLIT.split(line.strip())):
+            if sentence.strip() and not _META_SENTENCE.match(sentence):
+                out.append(sentence)
+                if len(out) >= limit:
+                    return out
+    return out
 
 
 def read_span(kind: str, span: str, strong: bool, prompt: str = "", n: int | None = None) -> str | None:
@@ -486,7 +449,7 @@ def read_span(kind: str, span: str, strong: bool, prompt: str = "", n: int | Non
     if kind == "jigsaw":
         sequence = read_jigsaw(clean(span), n) if n else None
         if sequence is not None:
-            return ", ".join(map(str, sequence))
+            return ", ".join(str(x) for x in sequence)
         return (clean(span) or None) if strong else None
     text = clean(span)
     if kind == "ocr" and not strong:  # in free text, OCR answers are the quoted words

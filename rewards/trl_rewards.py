@@ -6,6 +6,10 @@ needs. A benchmark reward returns None for rows of another source, and None (wit
 warning) when ``reward_info`` is missing or malformed: the row gets no signal rather than a
 wrong one. Completions may be strings or conversations (scored on the last assistant message).
 
+Metrics: the benchmark rewards (strict mode) send each row's score through TRL's ``log_metric``
+keyword as ``accuracy/<benchmark>`` and ``accuracy/<benchmark>/<task>`` while they score, so that
+a trainer logs accuracy without scoring the rows again.
+
 Errors: the scorers let their bugs raise; this module is the boundary. A row whose scoring raises
 gets None (TRL leaves it out), counts in ``rewards/<name>/errors`` (sent through TRL's
 ``log_metric`` keyword, and kept in ``ERROR_COUNTS``) and logs one warning per reward. With
@@ -53,6 +57,17 @@ def _guarded(name: str, func: Callable, *args: Any, **kwargs: Any) -> Any:
     except Exception as err:  # noqa: BLE001 - the reward boundary: counted, warned, re-raised under tests
         _scorer_error(name, err)
         return None
+
+
+def _log_accuracy(columns: dict, i: int, source: str, info: dict, score: float | None) -> None:
+    """``accuracy/<source>`` and ``accuracy/<source>/<task>`` of row ``i`` through TRL's ``log_metric``."""
+    log_metric = columns.get("log_metric")
+    if score is None or not callable(log_metric):
+        return
+    log_metric(f"accuracy/{source}", float(score))
+    task = _column(columns, "task", i) or info.get("task") or info.get("subtask")
+    if isinstance(task, str) and task:
+        log_metric(f"accuracy/{source}/{task}", float(score))
 
 
 def _log_errors(name: str, columns: dict, before: int) -> None:
@@ -141,8 +156,10 @@ def _benchmark_reward(name: str, only: str | None, tir_mode: str = "strict") -> 
                 out.append(None)
                 continue
             info = _info(columns, i)
-            out.append(None if info is None
-                       else score_row(source, completion_text(completion), info, tir_mode, name=name))
+            value = None if info is None else score_row(source, completion_text(completion), info, tir_mode, name=name)
+            if tir_mode == "strict":  # the official mode is for eval parity, not the training metric
+                _log_accuracy(columns, i, source, info, value)
+            out.append(value)
         _log_errors(name, columns, before)
         return out
 
@@ -239,10 +256,12 @@ def make_imagemining_reward(llm_judge: bool = False, **judge_options: Any) -> Re
                 continue
             zh = info.get("answer_zh")
             question = info.get("question")
-            out.append(_guarded("imagemining", imagemining.score, completion_text(completion), answer,
-                                zh if isinstance(zh, str) else None,
-                                question=question if isinstance(question, str) else None,
-                                llm_judge=llm_judge, **judge_options))
+            value = _guarded("imagemining", imagemining.score, completion_text(completion), answer,
+                             zh if isinstance(zh, str) else None,
+                             question=question if isinstance(question, str) else None,
+                             llm_judge=llm_judge, **judge_options)
+            _log_accuracy(columns, i, "imagemining", info, value)
+            out.append(value)
         _log_errors("imagemining", columns, before)
         return out
 
@@ -263,16 +282,27 @@ REGISTRY: dict[str, RewardFunc] = {
 }
 
 
-def get_reward_funcs(names: list[str]) -> list[RewardFunc]:
-    """Reward functions by registry name (callables pass through), for ``GRPOTrainer(reward_funcs=…)``.
+def get_reward_funcs(names: list[str], tool_bonus_cap: int = 1,
+                     max_completion_length: int | None = None) -> list[RewardFunc]:
+    """Reward functions by registry name (callables pass through), for ``GRPOTrainer(reward_funcs=…)``,
+    built with the run's settings: ``tool_use`` pays ``min(tool results, tool_bonus_cap) / cap``;
+    with ``max_completion_length`` (tokens), ``overlong`` is DAPO's soft penalty sized to it (0 up to
+    3/4 of it, -1 at the end), else the registry's default (4096 tokens, 1024 of buffer).
 
     >>> [f.__name__ for f in get_reward_funcs(["tir_bench", "format", "tool_use"])]
     ['tir_bench', 'format', 'tool_use']
+    >>> get_reward_funcs(["overlong"], max_completion_length=8)[0](["a"], completion_ids=[[0] * 7])
+    [-0.5]
     """
     out = []
     for name in names:
         if callable(name):
             out.append(name)
+        elif name == "tool_use":
+            out.append(make_tool_use_reward(cap=tool_bonus_cap))
+        elif name == "overlong" and max_completion_length:
+            length = max_completion_length
+            out.append(make_overlong_reward(max_length=length, buffer=max(1, length // 4)))
         elif name in REGISTRY:
             out.append(REGISTRY[name])
         else:

@@ -310,3 +310,30 @@ def test_undecoded_images_for_an_endpoint_are_the_same_pixels_when_read(tmp_path
         open_checked_image(tmp_path / "cut.jpg", rid="r1")
     with pytest.raises(RecordError, match="over 1000"):
         open_checked_image(tmp_path / "rgb.png", rid="r1", decode=False, max_pixels=1000)
+
+
+def test_image_checks_follow_pillows_truncation_setting(tmp_path, monkeypatch):
+    """The checks are Pillow's own: with ``ImageFile.LOAD_TRUNCATED_IMAGES`` a cut JPEG decodes
+    (padded, as Pillow does) and a PNG whose text chunk fails its CRC passes (Pillow skips the CRC
+    of ancillary chunks then); without it both are a RecordError naming the file."""
+    from PIL import ImageFile, PngImagePlugin
+
+    from lookcloser.agent.images import open_checked_image
+    from lookcloser.data_builders.records import RecordError
+
+    picture = gradient(40, 30)
+    picture.save(tmp_path / "rgb.jpg", quality=90)
+    (tmp_path / "cut.jpg").write_bytes((tmp_path / "rgb.jpg").read_bytes()[:-50])
+    text = PngImagePlugin.PngInfo()
+    text.add_text("note", "a text chunk")
+    picture.save(tmp_path / "text.png", pnginfo=text)
+    data = (tmp_path / "text.png").read_bytes()
+    chunk = data.index(b"tEXt")
+    crc_at = chunk + 4 + int.from_bytes(data[chunk - 4:chunk], "big")
+    (tmp_path / "text.png").write_bytes(data[:crc_at] + bytes([data[crc_at] ^ 0xFF]) + data[crc_at + 1:])
+    for name in ("cut.jpg", "text.png"):
+        with pytest.raises(RecordError, match=rf"record 'r1', field 'images': image .*{name} does not decode"):
+            open_checked_image(tmp_path / name, rid="r1")
+    monkeypatch.setattr(ImageFile, "LOAD_TRUNCATED_IMAGES", True)
+    assert open_checked_image(tmp_path / "cut.jpg", rid="r1").size == (40, 30)
+    assert open_checked_image(tmp_path / "text.png", rid="r1").tobytes() == picture.tobytes()

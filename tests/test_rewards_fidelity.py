@@ -52,6 +52,34 @@ def test_mir_plural_and_case_cue_words(text, letter):
         assert mir.score(text, letter, FOUR) == 1.0
 
 
+# Answers that weigh several options before naming one (issue 27). Before the fix the first nine were
+# misread (a letter weighed earlier) or unread (None); the last three were read right and still are.
+WEIGHED = [
+    # the choice after "but …" / "however"
+    ("Image 2 could match option A, but the cup in image 4 is clearly larger, so D.", "D"),
+    ("It might be (B), but the tower's base is hidden behind the trees, so I go with C.", "C"),
+    ("A and B are both possible, but C fits the depth cues best.", "C"),
+    ("The speedometer in option B reads higher; however, D shows the longer blur, which means faster.", "D"),
+    # "the second one, X, …"
+    ("Options A and C both show a kitchen. The second one, C, has the pan on the stove, matching step 3.", "C"),
+    ("Looking at the two candidates, B and D: the second one, D, places the chair behind the table.", "D"),
+    ("Between A (the red car) and B (the blue car), the second one, B, covers more ground per frame.", "B"),
+    # the choice alone on the last line
+    ("Option B looks plausible since the needle is higher, and option D seems unlikely.\nC", "C"),
+    ("Image 1 suggests option A, image 3 suggests option B.\nWeighing the shadows:\n\n**D**", "D"),
+    ("A: the man is closer. B: he is further away. C: same distance.\nHe overlaps the wall.\n(A)", "A"),
+    # the earlier choice stands when what follows "but" only concedes or rules out
+    ("B is the best match, but A is also close.", "B"),
+    ("C looks right, but D does not.", "C"),
+]
+
+
+@pytest.mark.parametrize(("text", "letter"), WEIGHED)
+def test_mir_answers_that_weigh_options_before_naming_one(text, letter):
+    assert mir.extract_option(text, FOUR) == letter
+    assert mir.score(text, letter, FOUR) == 1.0
+
+
 @pytest.mark.parametrize("text", ["The answer is E.", "Answer: S", "Of the options, E is correct.", "(F)"])
 def test_mir_never_returns_a_letter_outside_the_options(text):
     assert mir.extract_option(text, FOUR) is None
@@ -232,36 +260,3 @@ def test_verl_adapter_takes_extra_kwargs_and_rejects_unknown_sources():
     assert compute_score("mir", "Answer: C", "C", {"index": 3}, **kwargs) == 1.0
     with pytest.raises(ValueError, match="unknown data_source 'gsm8k'"):
         compute_score("gsm8k", "42", "42")
-
-
-# ---- issue 15.2: the faster paths read exactly what the plain ones did --------------------------------
-
-@settings(max_examples=400, deadline=None)
-@given(line=st.text(alphabet="ab .!?。！ \t", max_size=40))
-def test_sentences_backwards_is_the_regex_split_reversed(line):
-    import re
-
-    from lookcloser.rewards._text import sentences_backwards
-    line = line.strip()
-    assert list(sentences_backwards(line)) == re.split(r"(?<=[.!?。！？])\s+", line)[::-1]
-
-
-_CUE_BITS = ["answer", "Answer: ", "the answer is ", "option ", "choice", "I choose ", "pick", "B is correct",
-             "right", "best", "go with", "答案是", "故选", " B", " (C)", ". ", "\n", "To answer this, ", "xyz "]
-
-
-@settings(max_examples=400, deadline=None)
-@given(bits=st.lists(st.sampled_from(_CUE_BITS), max_size=14))
-def test_reversed_cue_scan_finds_the_last_cue_of_a_forward_scan(bits):
-    import re
-
-    from lookcloser.rewards import cues
-    text = "".join(bits)
-    lowered = text.lower()
-    forward = re.compile("|".join(re.escape(k) for k in cues._KEYWORDS))
-    expected = None  # plain rule: the cue at the last keyword (in text order) that makes one
-    for m in reversed(list(forward.finditer(lowered))):
-        expected = cues._cue_at(text, lowered, m.group(), m.start())
-        if expected is not None:
-            break
-    assert cues.last_answer_cue(text) == expected

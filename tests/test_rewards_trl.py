@@ -46,6 +46,30 @@ def test_registry_names():
         get_reward_funcs(["nope"])
 
 
+def test_registry_builds_every_reward_with_the_runs_settings():
+    tool_use, overlong = get_reward_funcs(["tool_use", "overlong"], tool_bonus_cap=2, max_completion_length=40)
+    cols = {"data_source": ["tir_bench"] * 2, "reward_info": [json.dumps(TIR_ITEM)] * 2}
+    completions = [conversation("<answer>B</answer>", ["cropped"]), conversation("<answer>B</answer>", ["a", "b"])]
+    assert tool_use(completions, **cols) == [0.5, 1.0]  # min(results, 2) / 2
+    assert overlong(["a"] * 3, completion_ids=[[0] * 30, [0] * 35, [0] * 40]) == [0.0, -0.5, -1.0]  # buffer 40 // 4
+    assert get_reward_funcs(["overlong"])[0] is REGISTRY["overlong"]  # no budget given: 4096 tokens
+
+
+def test_benchmark_rewards_log_accuracy_as_they_score():
+    logged = []
+    cols = {**ROWS, "task": ["rotation_game", "colour", None, None, None],
+            "log_metric": lambda name, value: logged.append((name, value))}
+    wrong = ["<answer>A</answer>"] + RIGHT[1:]
+    assert REGISTRY["accuracy"](wrong, **cols) == [0.0, 1.0, 1.0, 1.0, None]
+    assert logged == [("accuracy/tir_bench", 0.0), ("accuracy/tir_bench/rotation_game", 0.0),
+                      ("accuracy/mir", 1.0), ("accuracy/mir/colour", 1.0), ("accuracy/disbench", 1.0),
+                      ("accuracy/imagemining", 1.0), ("rewards/accuracy/errors", 0.0)]
+    logged.clear()
+    REGISTRY["tir_bench_official"](RIGHT[:1], **{k: v[:1] for k, v in cols.items() if k != "log_metric"},
+                                   log_metric=cols["log_metric"])
+    assert logged == [("rewards/tir_bench_official/errors", 0.0)]  # eval parity mode: no training metric
+
+
 def test_benchmark_rewards_follow_data_source():
     assert REGISTRY["tir_bench"](RIGHT, **ROWS) == [1.0, None, None, None, None]
     assert REGISTRY["mir"](RIGHT, **ROWS) == [None, 1.0, None, None, None]

@@ -90,17 +90,9 @@ def _as_dict(value) -> dict:
 
 def build_reward_funcs(script_args: GRPOScriptArguments, training_args: LookcloserGRPOConfig) -> list:
     from lookcloser.rewards import get_reward_funcs
-    from lookcloser.rewards.trl_rewards import make_overlong_reward, make_tool_use_reward
 
-    funcs = []
-    for name in script_args.reward_funcs:
-        if name == "tool_use" and script_args.tool_bonus_cap != 1:
-            funcs.append(make_tool_use_reward(cap=script_args.tool_bonus_cap))
-        elif name == "overlong":  # DAPO's soft penalty sized to this run's completion budget
-            length = training_args.max_completion_length
-            funcs.append(make_overlong_reward(max_length=length, buffer=max(1, length // 4)))
-        else:
-            funcs.extend(get_reward_funcs([name]))
+    funcs = get_reward_funcs(script_args.reward_funcs, tool_bonus_cap=script_args.tool_bonus_cap,
+                             max_completion_length=training_args.max_completion_length)
     weights = training_args.reward_weights
     if weights is not None and len(weights) != len(funcs):
         raise RecipeError(f"reward_weights has {len(weights)} values for {len(funcs)} reward_funcs "

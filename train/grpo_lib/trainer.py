@@ -8,7 +8,7 @@ Each addition sits on one TRL method and calls the original (see docs/grpo.md fo
 - ``_generate``: safe tool dicts (malformed calls and unknown tools become ``Error:``
   observations, the image budget), rollouts in chunks (``rollout_chunk_size: 1`` is sequential),
   per-trajectory flags (out of turns, out of length) and metrics, rollout timing.
-- ``_calculate_rewards``: rewards read ``<think>`` again; accuracy per benchmark and task; rows
+- ``_calculate_rewards``: rewards read ``<think>`` again (and log accuracy per benchmark and task); rows
   that ran out of turns or length get NaN rewards, which TRL already treats as unscorable: left
   out of the group baseline, advantage 0; they are also taken out of the loss.
 - ``log``: a completions table that W&B renders (text cells, one image per row) plus JSONL.
@@ -285,8 +285,8 @@ class LookcloserGRPOTrainer(GRPOTrainer):
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         # rewards/ reads parsed-out reasoning_content back inside <think> itself.
+        # rewards/ also logs accuracy/<benchmark>[/<task>] of every row as it scores (TRL's log_metric).
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-        self._log_accuracy(inputs, completions)
         flags = self._row_flags if len(self._row_flags) == len(prompts) else torch.zeros(len(prompts), 2, dtype=torch.bool)
         local = (flags[:, 0] & bool(self._opt("mask_out_of_turns", False))) | \
             (flags[:, 1] & bool(self._opt("mask_out_of_length", False)))
@@ -299,28 +299,6 @@ class LookcloserGRPOTrainer(GRPOTrainer):
         total[torch.isnan(rewards_per_func).all(dim=1)] = torch.nan
         self._round_rewards = total
         return rewards_per_func
-
-    def _log_accuracy(self, inputs: list[dict], completions: list) -> None:
-        """``accuracy/{benchmark}`` and ``accuracy/{benchmark}/{task}``: the benchmark score of every row."""
-        from lookcloser.rewards._text import completion_text
-        from lookcloser.rewards.trl_rewards import normalize_source, score_row
-
-        for row, completion in zip(inputs, completions):
-            source = normalize_source(row.get("data_source"))
-            info = row.get("reward_info")
-            try:
-                info = json.loads(info) if isinstance(info, str) else info
-            except ValueError:
-                info = None
-            if not source or not isinstance(info, dict):
-                continue
-            score = score_row(source, completion_text(completion), info)
-            if score is None:
-                continue
-            self._log_metric(f"accuracy/{source}", float(score))
-            task = row.get("task") or info.get("task") or info.get("subtask")
-            if isinstance(task, str) and task:
-                self._log_metric(f"accuracy/{source}/{task}", float(score))
 
     # -- logging --
 
