@@ -45,8 +45,14 @@ def prompting_of(first_row: dict, mir_stage: int | None) -> dict:
 
 
 def write_prompting(folder: str | Path, prompting: dict) -> Path:
+    """Write the record into ``folder``, and into ``folder/merged`` when a LoRA run wrote its merged
+    checkpoint there (``merge_adapter``): eval loads that folder as a checkpoint of its own."""
+    text = json.dumps(prompting, indent=1) + "\n"
+    merged = Path(folder) / "merged"
+    if (merged / "config.json").is_file():
+        (merged / PROMPTING_FILE).write_text(text, encoding="utf-8")
     path = Path(folder) / PROMPTING_FILE
-    path.write_text(json.dumps(prompting, indent=1) + "\n", encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
     return path
 
 

@@ -180,6 +180,9 @@ def main(script_args: GRPOScriptArguments, training_args: LookcloserGRPOConfig, 
     out = train_and_save(trainer, training_args.output_dir, training_args.resume_from_checkpoint,
                           configs=(script_args, model_args), merge_adapter=script_args.merge_adapter)
     if trainer.accelerator.is_main_process:
+        from lookcloser.train.run_records import record_run
+
+        record_run(trainer, out, model_args)
         write_prompting_record(script_args, out)
     return out
 
