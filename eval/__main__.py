@@ -45,9 +45,11 @@ def _prepare(argv: list[str]) -> None:
         print(f"{name}: {path}")
 
 
-def apply_checkpoint_prompting(cfg, given: set[str]) -> str:
-    """Take the prompt settings recorded by ``train/sft.py`` in the checkpoint, unless given; say which."""
-    from lookcloser.agent.checkpoint_prompting import PROMPTING_FILE, read_prompting
+def apply_checkpoint_prompting(cfg, given: set[str]) -> dict[str, str]:
+    """Take the prompt settings recorded by training (``lookcloser_prompting.json``) in the checkpoint,
+    unless given on the command line or in the recipe; return where each setting came from
+    (``checkpoint``, ``given`` or ``default``)."""
+    from lookcloser.agent.checkpoint_prompting import KEYS, read_prompting
     from lookcloser.eval.config import EvalError
 
     try:
@@ -57,9 +59,7 @@ def apply_checkpoint_prompting(cfg, given: set[str]) -> str:
     taken = {k: v for k, v in recorded.items() if k not in given}
     for key, value in taken.items():
         setattr(cfg, key, value)
-    if not taken:
-        return ""
-    return f"{', '.join(sorted(taken))} from the checkpoint's {PROMPTING_FILE} (flags override)"
+    return {key: "checkpoint" if key in taken else "given" if key in given else "default" for key in KEYS}
 
 
 def main(argv: list[str] | None = None) -> dict | None:
@@ -71,14 +71,14 @@ def main(argv: list[str] | None = None) -> dict | None:
     if argv and argv[0] == "run":
         argv = argv[1:]
     from lookcloser.eval.config import EvalConfig
-    from lookcloser.eval.pipeline import evaluate
+    from lookcloser.eval.pipeline import evaluate, prompting_line
     from lookcloser.recipes import given_fields, parse_recipe
 
     (cfg,) = parse_recipe((EvalConfig,), argv, prog="python -m eval", description=HELP)
-    note = apply_checkpoint_prompting(cfg, given_fields(argv))
-    if note:
-        print(f"Prompting: {note}")
-    metrics = evaluate(cfg, prompting_note=note)
+    sources = apply_checkpoint_prompting(cfg, given_fields(argv))
+    if prompting_line(sources):
+        print(f"Prompting: {prompting_line(sources)}")
+    metrics = evaluate(cfg, prompting_sources=sources)
     for name, m in metrics["benchmarks"].items():
         print(f"{name:20s} {m['primary']:10s} {100 * m['overall'][m['primary']]:6.1f}%  "
               f"({m['n']} items, {m['n_failed']} failed)")

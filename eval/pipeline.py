@@ -100,14 +100,46 @@ def gray_out_images(items: dict[str, list], folder: Path) -> None:
                 paths[k] = done[path]
 
 
+def prompting_line(sources: dict[str, str]) -> str:
+    """One line naming the settings taken from the checkpoint ("" when none).
+
+    >>> prompting_line({"tools": "checkpoint", "max_turns": "given", "system_prompt": "checkpoint"})
+    "system_prompt, tools from the checkpoint's lookcloser_prompting.json (flags and recipe keys override)"
+    """
+    from lookcloser.agent.checkpoint_prompting import PROMPTING_FILE
+
+    taken = sorted(k for k, source in sources.items() if source == "checkpoint")
+    return f"{', '.join(taken)} from the checkpoint's {PROMPTING_FILE} (flags and recipe keys override)" if taken else ""
+
+
+def prompting_summary(cfg: EvalConfig, sources: dict[str, str]) -> str:
+    """The prompt settings used, each with where it came from when that was the checkpoint's record.
+
+    >>> prompting_summary(EvalConfig(tools=False, max_turns=1), {"tools": "checkpoint", "max_turns": "given"})
+    "mir_prompt_stage=0, system_prompt=None, tools=False (from the checkpoint's lookcloser_prompting.json), \
+max_turns=1, environment=None"
+    """
+    from lookcloser.agent.checkpoint_prompting import PROMPTING_FILE
+
+    parts = []
+    for key in ("mir_prompt_stage", "system_prompt", "tools", "max_turns", "environment"):
+        value = getattr(cfg, key)
+        shown = repr(value) if isinstance(value, str) else str(value)
+        from_checkpoint = f" (from the checkpoint's {PROMPTING_FILE})" if sources.get(key) == "checkpoint" else ""
+        parts.append(f"{key}={shown}{from_checkpoint}")
+    return ", ".join(parts) + (". Every input image replaced by flat gray (control)" if cfg.gray_images else "")
+
+
 def _write_scores(path: Path, rows: list[dict]) -> None:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
 
 
-def evaluate(cfg: EvalConfig, policy=None, prompting_note: str = "") -> dict:
+def evaluate(cfg: EvalConfig, policy=None, prompting_sources: dict[str, str] | None = None) -> dict:
     """Run the whole evaluation; returns the metrics also written to ``out/metrics.json``.
 
     ``policy``: an already-built policy (tests and benchmarks pass one); default ``build_policy(cfg)``.
+    ``prompting_sources``: where each prompt setting came from (``checkpoint``, ``given``, ``default``;
+    ``python -m eval`` passes what ``apply_checkpoint_prompting`` found): the report says it.
     """
     from lookcloser.eval.report import write_reports
     from lookcloser.eval.retriever import make_embedder, retriever_rows
@@ -142,12 +174,10 @@ def evaluate(cfg: EvalConfig, policy=None, prompting_note: str = "") -> dict:
             rows = retriever_rows(bench_items, embedder, bench_out, cfg.photo_index_dir)
             results["disbench_retriever"] = aggregate("disbench_retriever", rows)
             results["disbench_retriever"]["embedder"] = embedder.name
-    settings = (f"mir_prompt_stage={cfg.mir_prompt_stage}, system_prompt={cfg.system_prompt!r}, tools={cfg.tools}, "
-                f"max_turns={cfg.max_turns}" + (f" ({prompting_note})" if prompting_note else "")
-                + (". Every input image replaced by flat gray (control)" if cfg.gray_images else ""))
     metrics = {
         "run": {"model": cfg.model, "data": data_label, "seconds": round(time.time() - started, 1),
-                "prompting": settings, "config": dataclasses.asdict(cfg)},
+                "prompting": prompting_summary(cfg, prompting_sources or {}),
+                "prompting_sources": prompting_sources or {}, "config": dataclasses.asdict(cfg)},
         "benchmarks": results,
     }
     write_reports(metrics, out, use_wandb=cfg.wandb, wandb_project=cfg.wandb_project)
