@@ -1,5 +1,5 @@
 """Reports: ``metrics.json``, ``report.md`` (tables with published numbers), a PNG chart per
-benchmark (drawn with PIL: no plotting library needed), and optionally W&B (offline works)."""
+benchmark (``lookcloser.plots``), and optionally W&B (offline works)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ import os
 import re
 from pathlib import Path
 
-from PIL import Image, ImageDraw, ImageFont
-
 from lookcloser.eval.scoring import METRICS
 
 logger = logging.getLogger(__name__)
@@ -19,7 +17,6 @@ SHOWN = {"tir_bench": ("accuracy",), "mir": ("accuracy",), "imagemining": ("accu
          "disbench": ("em", "f1", "precision", "recall", "iou"),
          "disbench_retriever": ("recall@1", "recall@3", "recall@10", "map@10", "ndcg@10")}
 CHARTED = {"disbench": ("em", "f1"), "disbench_retriever": ("recall@3", "map@10", "ndcg@10")}
-BAR_COLOURS = ((52, 101, 164), (115, 170, 80), (230, 140, 30))
 
 
 def _pct(value: float) -> str:
@@ -79,59 +76,23 @@ def markdown(metrics: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _font(size: int):
-    try:
-        return ImageFont.load_default(size=size)
-    except TypeError:  # Pillow < 10.1 has only the bitmap font
-        return ImageFont.load_default()
-
-
 def chart(name: str, m: dict, path: Path) -> Path:
-    """Horizontal bars of the charted metrics: overall, then each group; published values as red ticks."""
+    """Horizontal bars of the charted metrics (%): overall, then each group's values; published values
+    as dashed lines in the metric's colour (both ends of a published range such as "10-14")."""
+    from lookcloser.plots import bar_chart
+
     shown = CHARTED.get(name, (m["primary"],))
-    rows: list[tuple[str, dict, bool]] = [("overall", m["overall"], True)]
-    for group, values in m["groups"].items():
-        rows.append((group, {}, False))  # a section header
-        rows += [(f"{value} (n={g['n']})", g, True) for value, g in values.items()]
-    bar_h, gap, left, width = 14, 6, 300, 560
-    row_h = bar_h * len(shown) + gap
-    height = 70 + sum(row_h if is_bar else 26 for _, _, is_bar in rows) + 30 + 14 * len(shown)
-    img = Image.new("RGB", (left + width + 90, height), "white")
-    draw, font, small = ImageDraw.Draw(img), _font(14), _font(12)
-    draw.text((10, 10), f"{name}: " + ", ".join(shown) + " (%)", fill="black", font=_font(18))
-    for i, metric in enumerate(shown):
-        draw.rectangle((left + 160 * i, 40, left + 160 * i + 12, 52), fill=BAR_COLOURS[i % 3])
-        draw.text((left + 160 * i + 18, 38), metric, fill="black", font=small)
-    y = 70
-    for label, values, is_bar in rows:
-        if not is_bar:
-            draw.text((10, y + 6), label, fill=(90, 90, 90), font=font)
-            y += 26
-            continue
-        draw.text((10, y + max(0, row_h - gap - 14) // 2), label[:42], fill="black", font=small)
-        for i, metric in enumerate(shown):
-            value = max(0.0, min(1.0, float(values.get(metric, 0.0))))
-            top = y + i * bar_h
-            draw.rectangle((left, top, left + max(1, int(width * value)), top + bar_h - 2), fill=BAR_COLOURS[i % 3])
-            draw.text((left + int(width * value) + 4, top), _pct(value), fill="black", font=small)
-        y += row_h
-    draw.line((left, 62, left, y), fill="black")
-    for tick in (0, 25, 50, 75, 100):
-        x = left + width * tick // 100
-        draw.line((x, y, x, y + 4), fill="black")
-        draw.text((x - 8, y + 5), str(tick), fill="black", font=small)
-    for i, metric in enumerate(shown):  # published numbers: dashed lines in the metric's colour
+    rows = [("overall", m["overall"])]
+    rows += [(f"{group}={value} (n={g['n']})", g) for group, values in m["groups"].items() for value, g in values.items()]
+    references = {}
+    for metric in shown:
         published = m.get("published_percent", {}).get(metric)
-        if published is None:
-            continue
-        for value in [float(v) for v in re.findall(r"\d+(?:\.\d+)?", str(published))][:2]:  # "10-14": a range
-            x = left + int(width * value / 100)
-            for top in range(62, y, 8):
-                draw.line((x, top, x, min(top + 4, y)), fill=BAR_COLOURS[i % 3], width=2)
-        x = left + int(width * float(re.findall(r"\d+(?:\.\d+)?", str(published))[-1]) / 100)
-        draw.text((x + 4, y + 22 + 14 * i), f"published {metric}: {published}", fill=BAR_COLOURS[i % 3], font=small)
-    img.save(path)
-    return path
+        if published is not None:
+            references[metric] = [float(v) for v in re.findall(r"\d+(?:\.\d+)?", str(published))][:2]
+    return bar_chart([label for label, _ in rows], list(shown),
+                     [[100 * float(values.get(metric, 0.0)) for metric in shown] for _, values in rows],
+                     path, f"{name}: {', '.join(shown)} (%), {m['n']} items", references=references,
+                     value_label="score (%)")
 
 
 def log_wandb(metrics: dict, out: Path, project: str) -> None:
