@@ -100,6 +100,20 @@ def gray_out_images(items: dict[str, list], folder: Path) -> None:
                 paths[k] = done[path]
 
 
+def checkpoint_info(model: str) -> dict | None:
+    """A local checkpoint's digest and what its training recorded (base model, W&B run); None for hub
+    ids, the reserved tiny name and endpoints."""
+    from lookcloser.agent.checkpoint_digest import checkpoint_digest
+    from lookcloser.train.run_records import read_run_record
+
+    path = Path(model).expanduser()
+    if "://" in model or not path.is_dir():
+        return None
+    record = read_run_record(path)
+    return {"digest": checkpoint_digest(path), "base_model": record.get("base_model"),
+            "training_run": record.get("wandb")}
+
+
 def prompting_line(sources: dict[str, str]) -> str:
     """One line naming the settings taken from the checkpoint ("" when none).
 
@@ -141,7 +155,7 @@ def evaluate(cfg: EvalConfig, policy=None, prompting_sources: dict[str, str] | N
     ``prompting_sources``: where each prompt setting came from (``checkpoint``, ``given``, ``default``;
     ``python -m eval`` passes what ``apply_checkpoint_prompting`` found): the report says it.
     """
-    from lookcloser.eval.report import write_reports
+    from lookcloser.eval.report import prediction_rows, write_reports
     from lookcloser.eval.retriever import make_embedder, retriever_rows
     from lookcloser.eval.runner import build_policy, env_factory, is_endpoint, run_benchmark
 
@@ -162,12 +176,15 @@ def evaluate(cfg: EvalConfig, policy=None, prompting_sources: dict[str, str] | N
     embedder = make_embedder(cfg.photo_embedder) if "disbench" in items else None
     policy = policy or build_policy(cfg)
     results: dict[str, dict] = {}
+    item_rows: dict[str, list[dict]] = {}  # W&B's per-item predictions tables
     for name, bench_items in items.items():
         bench_out = out / name
         predictions = run_benchmark(name, bench_items, policy, cfg, bench_out, env_factory(name, cfg, embedder))
         rows = score_predictions(bench_items, predictions, llm_judge=cfg.llm_judge)
         _write_scores(bench_out / "scores.jsonl", rows)
         results[name] = aggregate(name, rows)
+        if cfg.wandb:
+            item_rows[name] = prediction_rows(bench_items, predictions, rows, cfg.wandb_items)
         logger.info("%s: %s = %.3f (%d failed)", name, results[name]["primary"],
                     results[name]["overall"][results[name]["primary"]], results[name]["n_failed"])
         if name == "disbench" and cfg.disbench_retriever:
@@ -177,9 +194,10 @@ def evaluate(cfg: EvalConfig, policy=None, prompting_sources: dict[str, str] | N
     metrics = {
         "run": {"model": cfg.model, "data": data_label, "seconds": round(time.time() - started, 1),
                 "prompting": prompting_summary(cfg, prompting_sources or {}),
-                "prompting_sources": prompting_sources or {}, "config": dataclasses.asdict(cfg)},
+                "prompting_sources": prompting_sources or {}, "checkpoint": checkpoint_info(cfg.model),
+                "config": dataclasses.asdict(cfg)},
         "benchmarks": results,
     }
-    write_reports(metrics, out, use_wandb=cfg.wandb, wandb_project=cfg.wandb_project)
+    write_reports(metrics, out, use_wandb=cfg.wandb, wandb_project=cfg.wandb_project, item_rows=item_rows)
     _fail_when_nothing_answered(list(items), out, cfg)
     return metrics

@@ -41,6 +41,7 @@ def markdown(metrics: dict) -> str:
              (f"Data: {run['data']}. Scored by `rewards/` (TIR-Bench in official mode). Numbers are percentages; "
               "failed items score 0 and are listed below each table."), "",
              *([f"Prompting: {run['prompting']}.", ""] if run.get("prompting") else []),
+             *([checkpoint_line(run["checkpoint"]), ""] if run.get("checkpoint") else []),
              "| benchmark | items | failed | metric | score | published |", "|---|---:|---:|---|---:|---:|"]
     for name, m in metrics["benchmarks"].items():
         for metric in SHOWN[name][:2]:
@@ -95,14 +96,78 @@ def chart(name: str, m: dict, path: Path) -> Path:
                      value_label="score (%)")
 
 
-def log_wandb(metrics: dict, out: Path, project: str) -> None:
-    """Metrics, charts and per-group tables to W&B (``WANDB_MODE=offline`` keeps it local)."""
+def checkpoint_line(checkpoint: dict) -> str:
+    """The report's line on what was evaluated: the checkpoint's digest and the training run it records.
+
+    >>> checkpoint_line({"digest": "ab12", "base_model": "Qwen/Qwen3-VL-2B-Instruct",
+    ...                  "training_run": {"id": "x1", "project": "lookcloser", "url": None}})
+    'Checkpoint: digest `ab12`, base model `Qwen/Qwen3-VL-2B-Instruct`, trained in W&B run `x1` (project lookcloser).'
+    """
+    parts = [f"digest `{checkpoint['digest']}`"]
+    if checkpoint.get("base_model"):
+        parts.append(f"base model `{checkpoint['base_model']}`")
+    run = checkpoint.get("training_run")
+    if run:
+        parts.append(f"trained in W&B run `{run['id']}` (project {run.get('project')}"
+                     + (f", {run['url']}" if run.get("url") else "") + ")")
+    return "Checkpoint: " + ", ".join(parts) + "."
+
+
+def prediction_rows(items: list, predictions: dict[str, dict], rows: list[dict], limit: int) -> list[dict]:
+    """The first ``limit`` items as rows of the W&B predictions table (input images as paths)."""
+    from lookcloser.eval.scoring import gold_response
+    from lookcloser.train.grpo_lib.tables import conversation_text
+
+    scored = {row["id"]: row for row in rows}
+    out = []
+    for item in items[:max(0, limit)]:
+        example, prediction, row = item.example, predictions.get(item.id) or {}, scored.get(item.id) or {}
+        question = example.get("prompt") or next((example[k] for k in ("question", "query", "problem", "text")
+                                                   if isinstance(example.get(k), str)), "")
+        out.append({"id": item.id, "images": [str(p) for p in example.get("images") or []],
+                    "question": conversation_text(question), "gold": "" if item.bad else gold_response(item),
+                    "prediction": prediction.get("response") or prediction.get("error") or item.bad or "",
+                    "score": (row.get("scores") or {}).get(METRICS[item.benchmark][0]),
+                    "status": row.get("status")})
+    return out
+
+
+def _predictions_table(wandb, rows: list[dict]):
+    from PIL import Image
+
+    from lookcloser.train.grpo_lib.tables import contact_sheet
+
+    columns = ["id", "images", "question", "prediction", "gold", "score", "status"]
+    table = wandb.Table(columns=columns)
+    for row in rows:
+        images = []
+        for path in row["images"]:
+            with Image.open(path) as img:
+                img.thumbnail((256, 256))
+                images.append(img.convert("RGB"))
+        sheet = contact_sheet(images)
+        table.add_data(row["id"], wandb.Image(sheet) if sheet is not None else None, row["question"],
+                       row["prediction"], row["gold"], row["score"], row["status"])
+    return table
+
+
+def log_wandb(metrics: dict, out: Path, project: str, item_rows: dict[str, list[dict]] | None = None) -> None:
+    """Metrics, charts, per-group tables and per-item predictions to W&B (``WANDB_MODE=offline``
+    keeps it local); the config names the checkpoint's digest and the training run it records, and
+    the eval joins that run's W&B group (a curriculum's dashboard then shows its evals too)."""
     import wandb
 
     # WANDB_DIR wins, as for the training runs; else the run's files sit beside its report.
     config = {**metrics["run"].get("config", {}), "data": metrics["run"].get("data")}
+    checkpoint = metrics["run"].get("checkpoint") or {}
+    training_run = checkpoint.get("training_run") or {}
+    if checkpoint:
+        config.update({"checkpoint_digest": checkpoint["digest"], "base_model": checkpoint.get("base_model"),
+                       "training_run_id": training_run.get("id"), "training_run_url": training_run.get("url"),
+                       "training_run_project": training_run.get("project")})
     run = wandb.init(project=project, name=f"eval-{Path(metrics['run']['model']).name}",
-                     dir=os.environ.get("WANDB_DIR") or str(out), config=config, job_type="eval")
+                     dir=os.environ.get("WANDB_DIR") or str(out), config=config, job_type="eval",
+                     group=os.environ.get("WANDB_RUN_GROUP") or training_run.get("group"))
     flat = {}
     for name, m in metrics["benchmarks"].items():
         for metric in METRICS[name]:
@@ -112,11 +177,15 @@ def log_wandb(metrics: dict, out: Path, project: str) -> None:
         flat[f"{name}/groups"] = wandb.Table(columns=["group", "value", "n", *METRICS[name]], data=rows)
         if m.get("chart"):
             flat[f"{name}/chart"] = wandb.Image(str(out / m["chart"]))
+        if (item_rows or {}).get(name):
+            flat[f"{name}/predictions"] = _predictions_table(wandb, item_rows[name])
     run.log(flat)
     run.finish()
 
 
-def write_reports(metrics: dict, out: Path, *, use_wandb: bool = False, wandb_project: str = "lookcloser") -> None:
+def write_reports(metrics: dict, out: Path, *, use_wandb: bool = False, wandb_project: str = "lookcloser",
+                  item_rows: dict[str, list[dict]] | None = None) -> None:
+    """``item_rows``: per benchmark, the rows of W&B's predictions table (``prediction_rows``)."""
     out = Path(out)
     for name, m in metrics["benchmarks"].items():
         try:
@@ -126,4 +195,4 @@ def write_reports(metrics: dict, out: Path, *, use_wandb: bool = False, wandb_pr
     write_metrics(out / "metrics.json", metrics)
     (out / "report.md").write_text(markdown(metrics), encoding="utf-8")
     if use_wandb:
-        log_wandb(metrics, out, wandb_project)
+        log_wandb(metrics, out, wandb_project, item_rows)

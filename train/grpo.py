@@ -26,12 +26,13 @@ from lookcloser.data_builders.synthetic import SyntheticConfig
 from lookcloser.recipes import RecipeError
 from lookcloser.train.entry import model_and_processor, peft_config, train_and_save
 from lookcloser.train.grpo_lib.trainer import LookcloserGRPOConfig
+from lookcloser.train.wandb_logging import DashboardArguments, add_wandb_dashboards
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class GRPOScriptArguments(ScriptArguments):
+class GRPOScriptArguments(ScriptArguments, DashboardArguments):
     """Data, environment and rewards. With neither ``dataset_path`` nor ``dataset_name``, synthetic
     tool tasks are generated on the fly (``synthetic_*``)."""
 
@@ -159,7 +160,7 @@ def build_trainer(script_args: GRPOScriptArguments, training_args: LookcloserGRP
                 script_args.dataset_path or script_args.dataset_name or "synthetic", script_args.environment,
                 script_args.reward_funcs)
     training_args.remove_unused_columns = False  # the environments and rewards read the extra columns
-    return LookcloserGRPOTrainer(
+    trainer = LookcloserGRPOTrainer(
         model=model_path,
         reward_funcs=build_reward_funcs(script_args, training_args),
         args=training_args,
@@ -168,6 +169,10 @@ def build_trainer(script_args: GRPOScriptArguments, training_args: LookcloserGRP
         peft_config=peft_config(model_args),
         environment_factory=environment_factory(script_args),
     )
+    add_wandb_dashboards(trainer, script_args, model_args, dataset, lambda args: load_grpo_dataset(args, training_args),
+                         env_factory=environment_factory(script_args),
+                         max_turns=(training_args.max_tool_calling_iterations or 3) + 1)  # with report_to: wandb
+    return trainer
 
 
 def main(script_args: GRPOScriptArguments, training_args: LookcloserGRPOConfig, model_args: ModelConfig) -> str:

@@ -20,12 +20,13 @@ from trl import ModelConfig, ScriptArguments, SFTConfig
 
 from lookcloser.recipes import RecipeError
 from lookcloser.train.entry import model_and_processor, peft_config, train_and_save
+from lookcloser.train.wandb_logging import DashboardArguments, add_wandb_dashboards
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class SFTScriptArguments(ScriptArguments):
+class SFTScriptArguments(ScriptArguments, DashboardArguments):
     """Where the data comes from. ``dataset_path`` covers local files; ``dataset_name`` a hub id."""
 
     dataset_path: str | None = field(
@@ -105,6 +106,7 @@ def build_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mod
         processing_class=processor,
         peft_config=peft_config(model_args),
     )
+    add_wandb_dashboards(trainer, script_args, model_args, dataset, load_sft_dataset)  # with report_to: wandb
     if is_vision_dataset(trainer):
         # TRL's vision collator puts no images into tool messages and drops the `tools` column;
         # ours equals it on plain records and also handles multi-turn tool trajectories.
