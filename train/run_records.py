@@ -14,13 +14,19 @@ A LoRA run's ``merged/`` checkpoint gets the same record.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
+import sys
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
 RUN_FILE = "lookcloser_run.json"
+# What train/curriculum.py tells each stage it runs (train/wandb_logging.curriculum_stage sets it) (also a stage in a subprocess: the environment).
+STAGE_ENV = {"group": "LOOKCLOSER_CURRICULUM", "stage": "LOOKCLOSER_CURRICULUM_STAGE",
+             "order": "LOOKCLOSER_CURRICULUM_ORDER", "stages": "LOOKCLOSER_CURRICULUM_STAGES"}
 
 
 def read_run_record(folder: str | Path) -> dict:
@@ -50,11 +56,37 @@ def base_model_of(start: str) -> str:
     return str(read_run_record(start).get("base_model") or start)
 
 
+def curriculum_info() -> dict:
+    """The curriculum stage this run is, as ``train/curriculum.py`` set it ({} outside a curriculum).
+
+    >>> curriculum_info() if "LOOKCLOSER_CURRICULUM" not in os.environ else {}
+    {}
+    """
+    if STAGE_ENV["group"] not in os.environ:
+        return {}
+    info = {key: os.environ.get(name) for key, name in STAGE_ENV.items()}
+    for key in ("order", "stages"):
+        info[key] = int(info[key]) if (info[key] or "").isdigit() else None
+    return info
+
+
+def run_identity() -> dict | None:
+    """The active W&B run (id, project, entity, group, name, url), or None."""
+    wandb = sys.modules.get("wandb")
+    run = getattr(wandb, "run", None) if wandb is not None else None
+    if run is None:
+        return None
+    url = None
+    with contextlib.suppress(Exception):  # offline runs have no URL
+        url = run.url
+    return {"id": run.id, "project": run.project, "entity": run.entity or None, "group": run.group or None,
+            "name": run.name, "url": url}
+
+
 def record_run(trainer, output_dir: str | Path, model_args) -> None:
     """Finish the checkpoint in ``output_dir`` (main process only): adapter base name, chart, run record."""
     from lookcloser.agent.models import name_adapter_base
     from lookcloser.train.curves import CHART_FILE, plot
-    from lookcloser.train.wandb_logging import curriculum_info, run_identity
 
     output_dir = Path(output_dir)
     start = str(model_args.model_name_or_path)

@@ -22,11 +22,10 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from lookcloser.train.run_records import STAGE_ENV, base_model_of, curriculum_info
+
 logger = logging.getLogger(__name__)
 
-# What train/curriculum.py tells each stage it runs (also a stage in a subprocess: the environment).
-STAGE_ENV = {"group": "LOOKCLOSER_CURRICULUM", "stage": "LOOKCLOSER_CURRICULUM_STAGE",
-             "order": "LOOKCLOSER_CURRICULUM_ORDER", "stages": "LOOKCLOSER_CURRICULUM_STAGES"}
 GOLD_KEYS = ("answer", "solution", "ground_truth", "gold", "conclusion")
 
 
@@ -47,20 +46,6 @@ class DashboardArguments:
 
 def reports_to_wandb(training_args) -> bool:
     return bool(training_args.report_to) and "wandb" in training_args.report_to
-
-
-def curriculum_info() -> dict:
-    """The curriculum stage this run is, as ``train/curriculum.py`` set it ({} outside a curriculum).
-
-    >>> curriculum_info() if "LOOKCLOSER_CURRICULUM" not in os.environ else {}
-    {}
-    """
-    if STAGE_ENV["group"] not in os.environ:
-        return {}
-    info = {key: os.environ.get(name) for key, name in STAGE_ENV.items()}
-    for key in ("order", "stages"):
-        info[key] = int(info[key]) if (info[key] or "").isdigit() else None
-    return info
 
 
 @contextlib.contextmanager
@@ -86,19 +71,6 @@ def curriculum_stage(group: str, stage: str, order: int, stages: int) -> Iterato
         wandb = sys.modules.get("wandb")
         if wandb is not None and getattr(wandb, "run", None) is not None:
             wandb.finish()
-
-
-def run_identity() -> dict | None:
-    """The active W&B run (id, project, entity, group, name, url), or None."""
-    wandb = sys.modules.get("wandb")
-    run = getattr(wandb, "run", None) if wandb is not None else None
-    if run is None:
-        return None
-    url = None
-    with contextlib.suppress(Exception):  # offline runs have no URL
-        url = run.url
-    return {"id": run.id, "project": run.project, "entity": run.entity or None, "group": run.group or None,
-            "name": run.name, "url": url}
 
 
 def add_wandb_dashboards(trainer, script_args, model_args, dataset, load_rows: Callable, *,
@@ -181,8 +153,6 @@ class _ConfigCallback(_callback_base()):
         self.start_model = str(start_model)
 
     def on_train_begin(self, args, state, control, **kwargs):
-        from lookcloser.train.run_records import base_model_of
-
         wandb = sys.modules.get("wandb")
         if wandb is None or getattr(wandb, "run", None) is None:
             return
