@@ -51,7 +51,8 @@ def write_prompting(folder: str | Path, prompting: dict, benchmark: str | None =
     The file's top-level keys are this run's prompting. Its ``benchmarks`` entries say how to prompt
     each benchmark a stage trained for: this run's own (when ``benchmark`` is set) over those of the
     checkpoint it started from (``base_model``), so a curriculum's last checkpoint still prompts MIR as
-    its MIR stage did after a GRPO stage with tools.
+    its MIR stage did after a GRPO stage with tools. Also written into ``folder/merged`` when a LoRA
+    run wrote its merged checkpoint there (``merge_adapter``): eval loads that folder as a checkpoint.
     """
     inherited = _read(Path(base_model)).get("benchmarks", {}) if base_model else {}
     record = dict(prompting)
@@ -60,11 +61,14 @@ def write_prompting(folder: str | Path, prompting: dict, benchmark: str | None =
         benchmarks[benchmark] = {"environment": None, "max_turns": None, **prompting}  # complete: nothing leaks in
     if benchmarks:
         record["benchmarks"] = benchmarks
-    path = Path(folder) / PROMPTING_FILE
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    partial.replace(path)
-    return path
+    text = json.dumps(record, indent=1) + "\n"
+    merged = Path(folder) / "merged"
+    targets = [merged / PROMPTING_FILE] if (merged / "config.json").is_file() else []
+    for path in [*targets, Path(folder) / PROMPTING_FILE]:
+        partial = path.with_name(path.name + ".partial")  # never a cut file
+        partial.write_text(text, encoding="utf-8")
+        partial.replace(path)
+    return Path(folder) / PROMPTING_FILE
 
 
 def _read(folder: Path) -> dict:

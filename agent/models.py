@@ -60,11 +60,14 @@ def adapter_base(path: str | Path) -> str | None:
 
 
 def merge_adapter(adapter_dir: str | Path, out_dir: str | Path) -> Path:
-    """Write base + LoRA adapter as one full checkpoint (weights merged, processor beside them)."""
+    """Write base + LoRA adapter as one full checkpoint (weights merged, processor and the adapter's
+    recorded prompting beside them)."""
     import shutil
     import tempfile
 
     from peft import PeftModel
+
+    from lookcloser.agent.checkpoint_prompting import PROMPTING_FILE
 
     adapter_dir, out_dir = Path(adapter_dir), Path(out_dir)
     base = resolve_model_path(adapter_base(adapter_dir) or "")
@@ -76,6 +79,8 @@ def merge_adapter(adapter_dir: str | Path, out_dir: str | Path) -> Path:
     try:
         model.save_pretrained(tmp)
         processor.save_pretrained(tmp)
+        if (adapter_dir / PROMPTING_FILE).is_file():  # evaluated as the adapter was trained
+            shutil.copyfile(adapter_dir / PROMPTING_FILE, tmp / PROMPTING_FILE)
         if out_dir.exists() and (out_dir / "config.json").exists():
             shutil.rmtree(out_dir, ignore_errors=True)
         try:
@@ -86,6 +91,32 @@ def merge_adapter(adapter_dir: str | Path, out_dir: str | Path) -> Path:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out_dir
+
+
+def name_adapter_base(folder: str | Path, name: str) -> None:
+    """Make a saved LoRA adapter name its base as the user named it (a hub id, the reserved tiny name
+    or the path given), not the folder that name resolved to (the user's cache): in
+    ``adapter_config.json`` and in the model card PEFT writes beside it.
+
+    Why after saving: PEFT checks while saving whether the base it names has a config.json, and
+    for a name that is not a folder it asks the hub (here: never).
+    """
+    config_path = Path(folder) / "adapter_config.json"
+    if not config_path.is_file():
+        return
+    import json
+
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    resolved, config["base_model_name_or_path"] = config.get("base_model_name_or_path"), str(name)
+    config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    card_path = Path(folder) / "README.md"
+    if card_path.is_file() and resolved:
+        from huggingface_hub import ModelCard
+
+        card = ModelCard.load(card_path)
+        card.data.base_model = str(name)
+        card.data.tags = [tag.replace(resolved, str(name)) for tag in card.data.tags or []]
+        card.save(card_path)
 
 
 def _merged_adapter_path(adapter_dir: Path) -> str:

@@ -2,15 +2,26 @@
 
 Its own module so that the tiny model's builder (``agent/tiny_qwen3_vl.py``) and the loader
 (``agent/models.py``) both import it without importing each other.
+
+A runtime class only: what it saves names transformers' own ``Qwen3VLProcessor`` (with its video
+processor's settings), so any process loads our checkpoints with plain ``AutoProcessor`` where
+torchvision is installed, and fails loudly (torchvision missing) where it is not, instead of
+returning a tokenizer alone as it does for a processor class it does not know.
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import torch
-from transformers import AutoProcessor, Qwen3VLConfig, Qwen3VLProcessor
+from transformers import Qwen3VLProcessor
 
 from lookcloser.trl_surface import init_qwen3vl_processor
+
+SAVED_PROCESSOR_CLASS = "Qwen3VLProcessor"
+VIDEO_PROCESSOR_CLASS = "Qwen3VLVideoProcessor"
 
 
 class LookcloserQwen3VLProcessor(Qwen3VLProcessor):
@@ -18,12 +29,22 @@ class LookcloserQwen3VLProcessor(Qwen3VLProcessor):
 
     Why: the stock processor needs torchvision's video processor (absent on CPU machines), the
     PIL image backend returns numpy (TRL's GRPO tool loop needs tensors), and GRPO batches that
-    mix prompts with and without images pass ``None`` image entries.
+    mix prompts with and without images pass ``None`` image entries. It saves itself as the stock
+    processor (``SAVED_PROCESSOR_CLASS``), keeping the video processor settings it was loaded with.
     """
+
+    # The saved video processor settings (a dict); None: derived from the image processor on save.
+    video_processor_config: dict | None = None
 
     def __init__(self, image_processor=None, tokenizer=None, chat_template=None, **kwargs):
         # ProcessorMixin derives its sub-processors from this signature: no video_processor here.
         init_qwen3vl_processor(self, image_processor, tokenizer, chat_template)
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, **kwargs):
+        processor = super().from_pretrained(pretrained_model_name_or_path, **kwargs)
+        processor.video_processor_config = stored_video_processor_config(pretrained_model_name_or_path, **kwargs)
+        return processor
 
     def __call__(self, images=None, text=None, videos=None, **kwargs):
         if videos is not None:
@@ -35,6 +56,54 @@ class LookcloserQwen3VLProcessor(Qwen3VLProcessor):
                 out[key] = torch.from_numpy(out[key])
         return out
 
+    def to_dict(self) -> dict:
+        """``processor_config.json`` as the stock processor writes it: its class name, a video processor."""
+        out = super().to_dict()
+        out["processor_class"] = SAVED_PROCESSOR_CLASS
+        out["video_processor"] = self.video_processor_config or video_processor_config_for(self.image_processor)
+        return out
+
+    def save_pretrained(self, save_directory, push_to_hub: bool = False, **kwargs):
+        files = super().save_pretrained(save_directory, push_to_hub=push_to_hub, **kwargs)
+        # ProcessorMixin writes this class's own name into tokenizer_config.json (it takes
+        # ``self.__class__.__name__``, with no hook): name the stock class there too.
+        tokenizer_config = Path(save_directory) / "tokenizer_config.json"
+        if tokenizer_config.is_file():
+            config = json.loads(tokenizer_config.read_text(encoding="utf-8"))
+            if config.get("processor_class") not in (None, SAVED_PROCESSOR_CLASS):
+                config["processor_class"] = SAVED_PROCESSOR_CLASS
+                tokenizer_config.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        return files
+
+
+def video_processor_config_for(image_processor) -> dict:
+    """The stock video processor's settings matching an image processor (patching and normalisation);
+    what ``Qwen3VLVideoProcessor`` does not get here it takes from its own defaults.
+
+    >>> from transformers import Qwen2VLImageProcessorPil
+    >>> video_processor_config_for(Qwen2VLImageProcessorPil(patch_size=16))["patch_size"]
+    16
+    """
+    settings = {key: getattr(image_processor, key) for key in ("patch_size", "temporal_patch_size", "merge_size",
+                                                               "image_mean", "image_std")}
+    settings = {k: list(v) if isinstance(v, (tuple, np.ndarray)) else v for k, v in settings.items()}
+    return {"video_processor_type": VIDEO_PROCESSOR_CLASS, **settings}
+
+
+def stored_video_processor_config(name_or_path, **kwargs) -> dict | None:
+    """The video processor settings a checkpoint holds (``processor_config.json`` or
+    ``video_preprocessor_config.json``), read as files: building the video processor needs torchvision."""
+    from transformers.video_processing_utils import BaseVideoProcessor
+
+    hub_kwargs = {k: kwargs[k] for k in ("cache_dir", "force_download", "local_files_only", "token", "revision",
+                                         "subfolder") if k in kwargs}
+    try:
+        config, _ = BaseVideoProcessor.get_video_processor_dict(str(name_or_path), **hub_kwargs)
+    except OSError:  # none saved (older lookcloser checkpoints)
+        return None
+    # Without a video config transformers falls back to the image processor's: not a video config.
+    return config if config.get("video_processor_type") else None
+
 
 def _drop_empty_images(images):
     """Map ``None`` per-sample entries to ``[]`` and return ``None`` when there is no image at all."""
@@ -45,7 +114,3 @@ def _drop_empty_images(images):
         flat = [x for entry in fixed for x in (entry if isinstance(entry, (list, tuple)) else [entry])]
         return fixed if flat else None
     return images
-
-
-# Lets AutoProcessor.from_pretrained find the subclass by the name saved in processor_config.json.
-AutoProcessor.register(Qwen3VLConfig, LookcloserQwen3VLProcessor, exist_ok=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from lookcloser.agent.hf_policy import HFPolicy
 from lookcloser.agent.loop import run_episodes
 from lookcloser.agent.models import load_model, load_processor
-from lookcloser.agent.toolkit import ToolEnv
+from lookcloser.agent.toolkit import NoToolsEnv
 from lookcloser.data_builders.difficulty import sampling_prompt
 
 
@@ -22,12 +22,6 @@ def sample_predictions(records: list[dict], model_name_or_path: str, k: int = 10
     """
     from tqdm import tqdm
 
-    class AnswerOnlyEnv(ToolEnv):
-        """No tools: upstream samples plain answers."""
-
-        def reset(self, **example) -> None:
-            return None
-
     settings = {"do_sample": True, "temperature": 0.7, "top_p": 0.8, "repetition_penalty": 1.05, **generation}
     policy = HFPolicy(load_model(model_name_or_path), load_processor(model_name_or_path), generation_kwargs=settings)
     examples = [{"id": str(r["id"]), "prompt": [sampling_prompt(r)], "images": r["images"]}
@@ -35,7 +29,7 @@ def sample_predictions(records: list[dict], model_name_or_path: str, k: int = 10
     out: dict[str, list[str]] = {}
     for start in tqdm(range(0, len(examples), batch_size), desc="sampling", disable=None if progress else True):
         chunk = examples[start:start + batch_size]
-        trajectories = run_episodes(policy, AnswerOnlyEnv, chunk, max_turns=1, max_new_tokens_per_turn=max_new_tokens,
+        trajectories = run_episodes(policy, NoToolsEnv, chunk, max_turns=1, max_new_tokens_per_turn=max_new_tokens,
                                     system_prompt="")
         for example, trajectory in zip(chunk, trajectories):
             out.setdefault(example["id"], []).append(trajectory.final_response)

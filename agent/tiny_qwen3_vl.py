@@ -36,7 +36,7 @@ SPECIAL_TOKENS = [
 # Plain added tokens: tool-calling and thinking markers stay single tokens, as in real Qwen.
 ADDED_TOKENS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>", "</think>"]
 VOCAB_SIZE = 1024
-VERSION = 2  # bump on any change below: the reserved name's cache folder is per version
+VERSION = 3  # bump on any change below: the reserved name's cache folder is per version
 PATCH_SIZE = 16
 MERGE_SIZE = 2
 TEXT_HIDDEN, TEXT_LAYERS = 64, 2

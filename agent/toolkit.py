@@ -214,3 +214,10 @@ class ToolEnv:
         if not all(isinstance(key, str) for key in arguments):
             return self._fail(f"the argument names of {name} must be strings")
         return getattr(self, name)(**arguments)
+
+
+class NoToolsEnv(ToolEnv):
+    """No tools: the prompt and its images only (plain answers; checkpoints trained without tools)."""
+
+    def reset(self, **example) -> None:
+        self._reset_counters()

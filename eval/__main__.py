@@ -46,35 +46,6 @@ def _prepare(argv: list[str]) -> None:
         print(f"{name}: {path}")
 
 
-def apply_checkpoint_prompting(cfg, given: set[str]) -> tuple[str, dict[str, dict]]:
-    """Take the prompt settings recorded by training in the checkpoint, unless given; say which.
-
-    Returns the note and each benchmark's own recorded settings where they differ from the rest
-    (a curriculum's checkpoint prompts MIR as its MIR stage did, TIR-Bench with its GRPO stage's tools).
-    """
-    from lookcloser.agent.checkpoint_prompting import PROMPTING_FILE, read_prompting
-    from lookcloser.eval.config import EvalError
-
-    try:
-        recorded = read_prompting(cfg.model) if cfg.model else {}
-        per_benchmark = {name: read_prompting(cfg.model, name) for name in cfg.benchmark_list()} if cfg.model else {}
-    except ValueError as err:
-        raise EvalError(str(err)) from err
-    taken = {k: v for k, v in recorded.items() if k not in given}
-    for key, value in taken.items():
-        setattr(cfg, key, value)
-    own = {name: {k: v for k, v in entry.items() if k not in given and getattr(cfg, k) != v}
-           for name, entry in per_benchmark.items()}
-    own = {name: entry for name, entry in own.items() if entry}
-    if not taken and not own:
-        return "", {}
-    note = f"{', '.join(sorted(taken))} from the checkpoint's {PROMPTING_FILE} (flags override)"
-    if own:
-        note += "; per benchmark: " + "; ".join(
-            f"{name}: {', '.join(f'{k}={v!r}' for k, v in sorted(entry.items()))}" for name, entry in own.items())
-    return note, own
-
-
 def main(argv: list[str] | None = None) -> dict | None:
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -89,14 +60,14 @@ def main(argv: list[str] | None = None) -> dict | None:
     if argv and argv[0] == "run":
         argv = argv[1:]
     from lookcloser.eval.config import EvalConfig
-    from lookcloser.eval.pipeline import evaluate
+    from lookcloser.eval.pipeline import apply_checkpoint_prompting, evaluate, prompting_line
     from lookcloser.recipes import given_fields, parse_recipe
 
     (cfg,) = parse_recipe((EvalConfig,), argv, prog="python -m eval", description=HELP)
-    note, per_benchmark = apply_checkpoint_prompting(cfg, given_fields(argv))
-    if note:
-        print(f"Prompting: {note}")
-    metrics = evaluate(cfg, prompting_note=note, per_benchmark=per_benchmark)
+    sources, per_benchmark = apply_checkpoint_prompting(cfg, given_fields(argv))
+    if prompting_line(sources, per_benchmark):
+        print(f"Prompting: {prompting_line(sources, per_benchmark)}")
+    metrics = evaluate(cfg, prompting_sources=sources, per_benchmark=per_benchmark)
     for name, m in metrics["benchmarks"].items():
         print(f"{name:20s} {m['primary']:10s} {100 * m['overall'][m['primary']]:6.1f}%  "
               f"({m['n']} items, {m['n_failed']} failed)")

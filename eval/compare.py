@@ -85,7 +85,7 @@ def markdown(table: dict, title: str = "Held-out comparison") -> str:
     for row in table["rows"]:
         cells = [_cell(row["values"].get(b), b) for b in table["columns"]]
         lines.append(f"| {row['label']} | " + " | ".join(cells) + f" | {row['seconds'] or 0:.0f} |")
-    lines.append(f"| *reference* | " + " | ".join("—" if refs.get(b) is None else f"{refs[b]:.3f}"
+    lines.append("| *reference* | " + " | ".join("—" if refs.get(b) is None else f"{refs[b]:.3f}"
                                                    for b in table["columns"]) + " | |")
     return "\n".join(lines) + "\n"
 
@@ -97,7 +97,7 @@ def chart(table: dict, path: Path, title: str) -> Path:
     values = [[r["values"][b]["value"] if b in r["values"] else None for b in columns] for r in table["rows"]]
     return comparison_chart([r["label"] for r in table["rows"]], [TITLES[b] for b in columns], values,
                             {TITLES[b]: table["references"][b] for b in columns
-                             if table["references"].get(b) is not None}, path, title)
+                             if table["references"].get(b) is not None}, path, title, value_label="score", limit=1.0)
 
 
 def _write(path: Path, text: str) -> None:
@@ -180,9 +180,8 @@ def check_stage_args(args: CompareStageArguments) -> None:
 
 def main(args: CompareStageArguments) -> str:
     from lookcloser.data_builders.heldout import write_heldout
-    from lookcloser.eval.__main__ import apply_checkpoint_prompting
     from lookcloser.eval.config import EvalConfig
-    from lookcloser.eval.pipeline import evaluate
+    from lookcloser.eval.pipeline import apply_checkpoint_prompting, evaluate, prompting_line
 
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     check_stage_args(args)
@@ -201,9 +200,9 @@ def main(args: CompareStageArguments) -> str:
                          benchmarks=",".join(args.benchmarks), max_new_tokens_per_turn=args.max_new_tokens_per_turn,
                          batch_size=args.batch_size, resume=False, save_trajectories=False, **control)
         given = {"model", "data_root", "out", "benchmarks", "max_new_tokens_per_turn", "batch_size", *control}
-        note, own = apply_checkpoint_prompting(cfg, given)  # each row prompted as its checkpoint records
-        logger.info("row %d %s: %s%s", k, label, model, f" ({note})" if note else "")
-        evaluate(cfg, prompting_note=note, per_benchmark=own)
+        sources, own = apply_checkpoint_prompting(cfg, given)  # each row prompted as its checkpoint records
+        logger.info("row %d %s: %s (%s)", k, label, model, prompting_line(sources, own) or "eval's defaults")
+        evaluate(cfg, prompting_sources=sources, per_benchmark=own)
         runs.append((label, Path(cfg.out)))
     paths = write_comparison(collect(runs), out, f"Held-out comparison (seed {args.heldout_seed})")
     print(f"Comparison: {paths['md']}", flush=True)

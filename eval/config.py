@@ -76,9 +76,12 @@ class EvalConfig:
                                                                "the same size: the control for whether the images "
                                                                "carry the answer."})
     # Reporting
-    wandb: bool = field(default=False, metadata={"help": "Log metrics, charts and tables to W&B "
-                                                         "(WANDB_MODE=offline works)."})
+    wandb: bool = field(default=False, metadata={"help": "Log metrics, charts, group tables and a per-item "
+                                                         "predictions table to W&B (WANDB_MODE=offline works)."})
     wandb_project: str = field(default="lookcloser", metadata={"help": "W&B project."})
+    wandb_items: int = field(default=200, metadata={"help": "Items per benchmark in W&B's predictions table "
+                                                            "(images, question, prediction, gold, score); all "
+                                                            "items are in {benchmark}/scores.jsonl."})
 
     def benchmark_list(self) -> list[str]:
         """The requested benchmarks, checked.

@@ -107,17 +107,101 @@ def gray_out_images(items: dict[str, list], folder: Path) -> None:
                 paths[k] = done[path]
 
 
+def checkpoint_info(model: str) -> dict | None:
+    """A local checkpoint's digest and what its training recorded (base model, W&B run); None for hub
+    ids, the reserved tiny name and endpoints."""
+    from lookcloser.agent.checkpoint_digest import checkpoint_digest
+    from lookcloser.train.run_records import read_run_record
+
+    path = Path(model).expanduser()
+    if "://" in model or not path.is_dir():
+        return None
+    record = read_run_record(path)
+    return {"digest": checkpoint_digest(path), "base_model": record.get("base_model"),
+            "training_run": record.get("wandb")}
+
+
+def apply_checkpoint_prompting(cfg, given: set[str]) -> tuple[dict[str, str], dict[str, dict]]:
+    """Take the prompt settings recorded by training (``lookcloser_prompting.json``) in the checkpoint,
+    unless given on the command line or in the recipe.
+
+    Returns where each setting came from (``checkpoint``, ``given`` or ``default``) and each benchmark's
+    own recorded settings where they differ from the rest (a curriculum's checkpoint prompts MIR as its
+    MIR stage did, TIR-Bench with its GRPO stage's tools).
+    """
+    from lookcloser.agent.checkpoint_prompting import KEYS, read_prompting
+    from lookcloser.eval.config import EvalError
+
+    try:
+        recorded = read_prompting(cfg.model) if cfg.model else {}
+        per_benchmark = {name: read_prompting(cfg.model, name) for name in cfg.benchmark_list()} if cfg.model else {}
+    except ValueError as err:
+        raise EvalError(str(err)) from err
+    taken = {k: v for k, v in recorded.items() if k not in given}
+    for key, value in taken.items():
+        setattr(cfg, key, value)
+    own = {name: {k: v for k, v in entry.items() if k not in given and getattr(cfg, k) != v}
+           for name, entry in per_benchmark.items()}
+    own = {name: entry for name, entry in own.items() if entry}
+    sources = {key: "checkpoint" if key in taken else "given" if key in given else "default" for key in KEYS}
+    return sources, own
+
+
+def _per_benchmark_text(per_benchmark: dict | None) -> str:
+    return "; ".join(f"{name}: {', '.join(f'{k}={v!r}' for k, v in sorted(entry.items()))}"
+                     for name, entry in sorted((per_benchmark or {}).items()))
+
+
+def prompting_line(sources: dict[str, str], per_benchmark: dict | None = None) -> str:
+    """One line naming the settings taken from the checkpoint ("" when none), each benchmark's own included.
+
+    >>> prompting_line({"tools": "checkpoint", "max_turns": "given", "system_prompt": "checkpoint"})
+    "system_prompt, tools from the checkpoint's lookcloser_prompting.json (flags and recipe keys override)"
+    >>> prompting_line({}, {"mir": {"tools": False}})
+    "per benchmark, from the checkpoint's lookcloser_prompting.json: mir: tools=False"
+    """
+    from lookcloser.agent.checkpoint_prompting import PROMPTING_FILE
+
+    taken = sorted(k for k, source in sources.items() if source == "checkpoint")
+    parts = [f"{', '.join(taken)} from the checkpoint's {PROMPTING_FILE} (flags and recipe keys override)"] if taken else []
+    if per_benchmark:
+        parts.append(f"per benchmark, from the checkpoint's {PROMPTING_FILE}: {_per_benchmark_text(per_benchmark)}")
+    return "; ".join(parts)
+
+
+def prompting_summary(cfg: EvalConfig, sources: dict[str, str], per_benchmark: dict | None = None) -> str:
+    """The prompt settings used, each with where it came from when that was the checkpoint's record.
+
+    >>> prompting_summary(EvalConfig(tools=False, max_turns=1), {"tools": "checkpoint", "max_turns": "given"})
+    "mir_prompt_stage=0, system_prompt=None, tools=False (from the checkpoint's lookcloser_prompting.json), \
+max_turns=1, environment=None"
+    """
+    from lookcloser.agent.checkpoint_prompting import PROMPTING_FILE
+
+    parts = []
+    for key in ("mir_prompt_stage", "system_prompt", "tools", "max_turns", "environment"):
+        value = getattr(cfg, key)
+        shown = repr(value) if isinstance(value, str) else str(value)
+        from_checkpoint = f" (from the checkpoint's {PROMPTING_FILE})" if sources.get(key) == "checkpoint" else ""
+        parts.append(f"{key}={shown}{from_checkpoint}")
+    own = f"; per benchmark (the checkpoint's record): {_per_benchmark_text(per_benchmark)}" if per_benchmark else ""
+    return ", ".join(parts) + own + (". Every input image replaced by flat gray (control)" if cfg.gray_images else "")
+
+
 def _write_scores(path: Path, rows: list[dict]) -> None:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
 
 
-def evaluate(cfg: EvalConfig, policy=None, prompting_note: str = "", per_benchmark: dict | None = None) -> dict:
+def evaluate(cfg: EvalConfig, policy=None, prompting_sources: dict[str, str] | None = None,
+             per_benchmark: dict | None = None) -> dict:
     """Run the whole evaluation; returns the metrics also written to ``out/metrics.json``.
 
     ``policy``: an already-built policy (tests and benchmarks pass one); default ``build_policy(cfg)``.
+    ``prompting_sources``: where each prompt setting came from (``checkpoint``, ``given``, ``default``;
+    ``python -m eval`` passes what ``apply_checkpoint_prompting`` found): the report says it.
     ``per_benchmark``: settings that differ for one benchmark (the checkpoint's record of how each was trained).
     """
-    from lookcloser.eval.report import write_reports
+    from lookcloser.eval.report import prediction_rows, write_reports
     from lookcloser.eval.retriever import make_embedder, retriever_rows
     from lookcloser.eval.runner import build_policy, env_factory, is_endpoint, run_benchmark
 
@@ -138,6 +222,7 @@ def evaluate(cfg: EvalConfig, policy=None, prompting_note: str = "", per_benchma
     embedder = make_embedder(cfg.photo_embedder) if "disbench" in items else None
     policy = policy or build_policy(cfg)
     results: dict[str, dict] = {}
+    item_rows: dict[str, list[dict]] = {}  # W&B's per-item predictions tables
     for name, bench_items in items.items():
         bench_out, bench_cfg = out / name, benchmark_config(cfg, name, per_benchmark)
         predictions = run_benchmark(name, bench_items, policy, bench_cfg, bench_out,
@@ -146,20 +231,21 @@ def evaluate(cfg: EvalConfig, policy=None, prompting_note: str = "", per_benchma
         _write_scores(bench_out / "scores.jsonl", rows)
         results[name] = aggregate(name, rows)
         results[name]["answer_prior"] = answer_prior(bench_items)  # the reference: the best score without looking
+        if cfg.wandb:
+            item_rows[name] = prediction_rows(bench_items, predictions, rows, cfg.wandb_items)
         logger.info("%s: %s = %.3f (%d failed)", name, results[name]["primary"],
                     results[name]["overall"][results[name]["primary"]], results[name]["n_failed"])
         if name == "disbench" and cfg.disbench_retriever:
             rows = retriever_rows(bench_items, embedder, bench_out, cfg.photo_index_dir)
             results["disbench_retriever"] = aggregate("disbench_retriever", rows)
             results["disbench_retriever"]["embedder"] = embedder.name
-    settings = (f"mir_prompt_stage={cfg.mir_prompt_stage}, system_prompt={cfg.system_prompt!r}, tools={cfg.tools}, "
-                f"max_turns={cfg.max_turns}" + (f" ({prompting_note})" if prompting_note else "")
-                + (". Every input image replaced by flat gray (control)" if cfg.gray_images else ""))
     metrics = {
         "run": {"model": cfg.model, "data": data_label, "seconds": round(time.time() - started, 1),
-                "prompting": settings, "config": dataclasses.asdict(cfg), "per_benchmark": per_benchmark or {}},
+                "prompting": prompting_summary(cfg, prompting_sources or {}, per_benchmark),
+                "prompting_sources": prompting_sources or {}, "per_benchmark": per_benchmark or {},
+                "checkpoint": checkpoint_info(cfg.model), "config": dataclasses.asdict(cfg)},
         "benchmarks": results,
     }
-    write_reports(metrics, out, use_wandb=cfg.wandb, wandb_project=cfg.wandb_project)
+    write_reports(metrics, out, use_wandb=cfg.wandb, wandb_project=cfg.wandb_project, item_rows=item_rows)
     _fail_when_nothing_answered(list(items), out, cfg)
     return metrics

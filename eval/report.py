@@ -1,5 +1,5 @@
 """Reports: ``metrics.json``, ``report.md`` (tables with published numbers), a PNG chart per
-benchmark (drawn with PIL: no plotting library needed), and optionally W&B (offline works)."""
+benchmark (``lookcloser.plots``), and optionally W&B (offline works)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ import os
 import re
 from pathlib import Path
 
-from PIL import Image, ImageDraw, ImageFont
-
 from lookcloser.eval.scoring import METRICS
 
 logger = logging.getLogger(__name__)
@@ -19,7 +17,6 @@ SHOWN = {"tir_bench": ("accuracy",), "mir": ("accuracy",), "imagemining": ("accu
          "disbench": ("em", "f1", "precision", "recall", "iou"),
          "disbench_retriever": ("recall@1", "recall@3", "recall@10", "map@10", "ndcg@10")}
 CHARTED = {"disbench": ("em", "f1"), "disbench_retriever": ("recall@3", "map@10", "ndcg@10")}
-BAR_COLOURS = ((52, 101, 164), (115, 170, 80), (230, 140, 30))
 
 
 def _pct(value: float) -> str:
@@ -44,6 +41,7 @@ def markdown(metrics: dict) -> str:
              (f"Data: {run['data']}. Scored by `rewards/` (TIR-Bench in official mode). Numbers are percentages; "
               "failed items score 0 and are listed below each table."), "",
              *([f"Prompting: {run['prompting']}.", ""] if run.get("prompting") else []),
+             *([checkpoint_line(run["checkpoint"]), ""] if run.get("checkpoint") else []),
              "| benchmark | items | failed | metric | score | published |", "|---|---:|---:|---|---:|---:|"]
     for name, m in metrics["benchmarks"].items():
         for metric in SHOWN[name][:2]:
@@ -79,69 +77,97 @@ def markdown(metrics: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _font(size: int):
-    try:
-        return ImageFont.load_default(size=size)
-    except TypeError:  # Pillow < 10.1 has only the bitmap font
-        return ImageFont.load_default()
-
-
 def chart(name: str, m: dict, path: Path) -> Path:
-    """Horizontal bars of the charted metrics: overall, then each group; published values as red ticks."""
+    """Horizontal bars of the charted metrics (%): overall, then each group's values; published values
+    as dashed lines in the metric's colour (both ends of a published range such as "10-14")."""
+    from lookcloser.plots import bar_chart
+
     shown = CHARTED.get(name, (m["primary"],))
-    rows: list[tuple[str, dict, bool]] = [("overall", m["overall"], True)]
-    for group, values in m["groups"].items():
-        rows.append((group, {}, False))  # a section header
-        rows += [(f"{value} (n={g['n']})", g, True) for value, g in values.items()]
-    bar_h, gap, left, width = 14, 6, 300, 560
-    row_h = bar_h * len(shown) + gap
-    height = 70 + sum(row_h if is_bar else 26 for _, _, is_bar in rows) + 30 + 14 * len(shown)
-    img = Image.new("RGB", (left + width + 90, height), "white")
-    draw, font, small = ImageDraw.Draw(img), _font(14), _font(12)
-    draw.text((10, 10), f"{name}: " + ", ".join(shown) + " (%)", fill="black", font=_font(18))
-    for i, metric in enumerate(shown):
-        draw.rectangle((left + 160 * i, 40, left + 160 * i + 12, 52), fill=BAR_COLOURS[i % 3])
-        draw.text((left + 160 * i + 18, 38), metric, fill="black", font=small)
-    y = 70
-    for label, values, is_bar in rows:
-        if not is_bar:
-            draw.text((10, y + 6), label, fill=(90, 90, 90), font=font)
-            y += 26
-            continue
-        draw.text((10, y + max(0, row_h - gap - 14) // 2), label[:42], fill="black", font=small)
-        for i, metric in enumerate(shown):
-            value = max(0.0, min(1.0, float(values.get(metric, 0.0))))
-            top = y + i * bar_h
-            draw.rectangle((left, top, left + max(1, int(width * value)), top + bar_h - 2), fill=BAR_COLOURS[i % 3])
-            draw.text((left + int(width * value) + 4, top), _pct(value), fill="black", font=small)
-        y += row_h
-    draw.line((left, 62, left, y), fill="black")
-    for tick in (0, 25, 50, 75, 100):
-        x = left + width * tick // 100
-        draw.line((x, y, x, y + 4), fill="black")
-        draw.text((x - 8, y + 5), str(tick), fill="black", font=small)
-    for i, metric in enumerate(shown):  # published numbers: dashed lines in the metric's colour
+    rows = [("overall", m["overall"])]
+    rows += [(f"{group}={value} (n={g['n']})", g) for group, values in m["groups"].items() for value, g in values.items()]
+    references = {}
+    for metric in shown:
         published = m.get("published_percent", {}).get(metric)
-        if published is None:
-            continue
-        for value in [float(v) for v in re.findall(r"\d+(?:\.\d+)?", str(published))][:2]:  # "10-14": a range
-            x = left + int(width * value / 100)
-            for top in range(62, y, 8):
-                draw.line((x, top, x, min(top + 4, y)), fill=BAR_COLOURS[i % 3], width=2)
-        x = left + int(width * float(re.findall(r"\d+(?:\.\d+)?", str(published))[-1]) / 100)
-        draw.text((x + 4, y + 22 + 14 * i), f"published {metric}: {published}", fill=BAR_COLOURS[i % 3], font=small)
-    img.save(path)
-    return path
+        if published is not None:
+            references[metric] = [float(v) for v in re.findall(r"\d+(?:\.\d+)?", str(published))][:2]
+    return bar_chart([label for label, _ in rows], list(shown),
+                     [[100 * float(values.get(metric, 0.0)) for metric in shown] for _, values in rows],
+                     path, f"{name}: {', '.join(shown)} (%), {m['n']} items", references=references,
+                     value_label="score (%)")
 
 
-def log_wandb(metrics: dict, out: Path, project: str) -> None:
-    """Metrics, charts and per-group tables to W&B (``WANDB_MODE=offline`` keeps it local)."""
+def checkpoint_line(checkpoint: dict) -> str:
+    """The report's line on what was evaluated: the checkpoint's digest and the training run it records.
+
+    >>> checkpoint_line({"digest": "ab12", "base_model": "Qwen/Qwen3-VL-2B-Instruct",
+    ...                  "training_run": {"id": "x1", "project": "lookcloser", "url": None}})
+    'Checkpoint: digest `ab12`, base model `Qwen/Qwen3-VL-2B-Instruct`, trained in W&B run `x1` (project lookcloser).'
+    """
+    parts = [f"digest `{checkpoint['digest']}`"]
+    if checkpoint.get("base_model"):
+        parts.append(f"base model `{checkpoint['base_model']}`")
+    run = checkpoint.get("training_run")
+    if run:
+        parts.append(f"trained in W&B run `{run['id']}` (project {run.get('project')}"
+                     + (f", {run['url']}" if run.get("url") else "") + ")")
+    return "Checkpoint: " + ", ".join(parts) + "."
+
+
+def prediction_rows(items: list, predictions: dict[str, dict], rows: list[dict], limit: int) -> list[dict]:
+    """The first ``limit`` items as rows of the W&B predictions table (input images as paths)."""
+    from lookcloser.eval.scoring import gold_response
+    from lookcloser.train.grpo_lib.tables import conversation_text
+
+    scored = {row["id"]: row for row in rows}
+    out = []
+    for item in items[:max(0, limit)]:
+        example, prediction, row = item.example, predictions.get(item.id) or {}, scored.get(item.id) or {}
+        question = example.get("prompt") or next((example[k] for k in ("question", "query", "problem", "text")
+                                                   if isinstance(example.get(k), str)), "")
+        out.append({"id": item.id, "images": [str(p) for p in example.get("images") or []],
+                    "question": conversation_text(question), "gold": "" if item.bad else gold_response(item),
+                    "prediction": prediction.get("response") or prediction.get("error") or item.bad or "",
+                    "score": (row.get("scores") or {}).get(METRICS[item.benchmark][0]),
+                    "status": row.get("status")})
+    return out
+
+
+def _predictions_table(wandb, rows: list[dict]):
+    from PIL import Image
+
+    from lookcloser.train.grpo_lib.tables import contact_sheet
+
+    columns = ["id", "images", "question", "prediction", "gold", "score", "status"]
+    table = wandb.Table(columns=columns)
+    for row in rows:
+        images = []
+        for path in row["images"]:
+            with Image.open(path) as img:
+                img.thumbnail((256, 256))
+                images.append(img.convert("RGB"))
+        sheet = contact_sheet(images)
+        table.add_data(row["id"], wandb.Image(sheet) if sheet is not None else None, row["question"],
+                       row["prediction"], row["gold"], row["score"], row["status"])
+    return table
+
+
+def log_wandb(metrics: dict, out: Path, project: str, item_rows: dict[str, list[dict]] | None = None) -> None:
+    """Metrics, charts, per-group tables and per-item predictions to W&B (``WANDB_MODE=offline``
+    keeps it local); the config names the checkpoint's digest and the training run it records, and
+    the eval joins that run's W&B group (a curriculum's dashboard then shows its evals too)."""
     import wandb
 
     # WANDB_DIR wins, as for the training runs; else the run's files sit beside its report.
     config = {**metrics["run"].get("config", {}), "data": metrics["run"].get("data")}
+    checkpoint = metrics["run"].get("checkpoint") or {}
+    training_run = checkpoint.get("training_run") or {}
+    if checkpoint:
+        config.update({"checkpoint_digest": checkpoint["digest"], "base_model": checkpoint.get("base_model"),
+                       "training_run_id": training_run.get("id"), "training_run_url": training_run.get("url"),
+                       "training_run_project": training_run.get("project")})
     run = wandb.init(project=project, name=f"eval-{Path(metrics['run']['model']).name}",
-                     dir=os.environ.get("WANDB_DIR") or str(out), config=config, job_type="eval")
+                     dir=os.environ.get("WANDB_DIR") or str(out), config=config, job_type="eval",
+                     group=os.environ.get("WANDB_RUN_GROUP") or training_run.get("group"))
     flat = {}
     for name, m in metrics["benchmarks"].items():
         for metric in METRICS[name]:
@@ -151,11 +177,15 @@ def log_wandb(metrics: dict, out: Path, project: str) -> None:
         flat[f"{name}/groups"] = wandb.Table(columns=["group", "value", "n", *METRICS[name]], data=rows)
         if m.get("chart"):
             flat[f"{name}/chart"] = wandb.Image(str(out / m["chart"]))
+        if (item_rows or {}).get(name):
+            flat[f"{name}/predictions"] = _predictions_table(wandb, item_rows[name])
     run.log(flat)
     run.finish()
 
 
-def write_reports(metrics: dict, out: Path, *, use_wandb: bool = False, wandb_project: str = "lookcloser") -> None:
+def write_reports(metrics: dict, out: Path, *, use_wandb: bool = False, wandb_project: str = "lookcloser",
+                  item_rows: dict[str, list[dict]] | None = None) -> None:
+    """``item_rows``: per benchmark, the rows of W&B's predictions table (``prediction_rows``)."""
     out = Path(out)
     for name, m in metrics["benchmarks"].items():
         try:
@@ -165,4 +195,4 @@ def write_reports(metrics: dict, out: Path, *, use_wandb: bool = False, wandb_pr
     write_metrics(out / "metrics.json", metrics)
     (out / "report.md").write_text(markdown(metrics), encoding="utf-8")
     if use_wandb:
-        log_wandb(metrics, out, wandb_project)
+        log_wandb(metrics, out, wandb_project, item_rows)

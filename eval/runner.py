@@ -142,9 +142,10 @@ def build_policy(cfg: EvalConfig):
 def env_factory(benchmark: str, cfg: EvalConfig, embedder=None):
     """The benchmark's environment (its tools), or ``NoToolsEnv`` when tools are off."""
     from lookcloser.agent.environments import ENVIRONMENTS, PhotoCollectionEnv
+    from lookcloser.agent.toolkit import NoToolsEnv
 
     if not cfg.tools:
-        return _no_tools_env()
+        return NoToolsEnv
     if benchmark == "disbench":
         return functools.partial(PhotoCollectionEnv, embedder=embedder, cache_dir=cfg.photo_index_dir)
     if cfg.environment:
@@ -156,17 +157,6 @@ def env_factory(benchmark: str, cfg: EvalConfig, embedder=None):
     return ENVIRONMENTS[benchmark]
 
 
-@functools.lru_cache(maxsize=1)
-def _no_tools_env():
-    from lookcloser.agent.toolkit import ToolEnv
-
-    class NoToolsEnv(ToolEnv):
-        """No tools: the prompt and its images only (for checkpoints trained without tools)."""
-
-        def reset(self, **example) -> None:
-            self._reset_counters()
-
-    return NoToolsEnv
 
 
 # -- running --

@@ -13,10 +13,14 @@ from lookcloser.agent.checkpoint_prompting import (
     read_prompting,
     write_prompting,
 )
-from lookcloser.eval.__main__ import apply_checkpoint_prompting
 from lookcloser.eval.config import EvalConfig, EvalError
 from lookcloser.eval.loaders import EvalItem
-from lookcloser.eval.pipeline import gray_out_images
+from lookcloser.eval.pipeline import (
+    apply_checkpoint_prompting,
+    gray_out_images,
+    prompting_line,
+    prompting_summary,
+)
 from lookcloser.recipes import given_fields
 
 
@@ -35,12 +39,16 @@ def test_stage_4_and_0_record_the_benchmark_prompt_and_system_prompts_are_kept(t
 def test_eval_takes_the_checkpoint_prompting_unless_a_flag_or_recipe_key_sets_it(tmp_path):
     ckpt = str(_checkpoint(tmp_path))
     cfg = EvalConfig(model=ckpt)
-    note, _ = apply_checkpoint_prompting(cfg, given_fields(["--model", ckpt]))
+    sources, _ = apply_checkpoint_prompting(cfg, given_fields(["--model", ckpt]))
     assert (cfg.mir_prompt_stage, cfg.system_prompt, cfg.tools, cfg.max_turns) == (1, "", False, 1)
-    assert PROMPTING_FILE in note
+    assert sources == {"mir_prompt_stage": "checkpoint", "system_prompt": "checkpoint", "tools": "checkpoint",
+                       "max_turns": "checkpoint", "environment": "default"}
+    assert PROMPTING_FILE in prompting_line(sources)
+    assert f"tools=False (from the checkpoint's {PROMPTING_FILE})" in prompting_summary(cfg, sources)
     cfg = EvalConfig(model=ckpt, mir_prompt_stage=0, tools=True)
-    apply_checkpoint_prompting(cfg, given_fields(["--model", ckpt, "--mir-prompt-stage", "0", "--tools=true"]))
+    sources, _ = apply_checkpoint_prompting(cfg, given_fields(["--model", ckpt, "--mir-prompt-stage", "0", "--tools=true"]))
     assert (cfg.mir_prompt_stage, cfg.tools, cfg.max_turns) == (0, True, 1)
+    assert (sources["mir_prompt_stage"], sources["tools"], sources["max_turns"]) == ("given", "given", "checkpoint")
     recipe = tmp_path / "eval.yaml"
     recipe.write_text("mir_prompt_stage: 2\nsystem_prompt: null\n")
     assert {"mir_prompt_stage", "system_prompt", "model"} <= given_fields([str(recipe), "--model", ckpt])
@@ -58,14 +66,28 @@ def test_each_benchmark_keeps_the_prompting_of_the_stage_that_trained_it(tmp_pat
     assert read_prompting(str(grpo), "mir") == {"mir_prompt_stage": 0, "system_prompt": "", "tools": False,
                                                 "max_turns": 1, "environment": None}
     cfg = EvalConfig(model=str(grpo), benchmarks="tir_bench,mir")
-    note, own = apply_checkpoint_prompting(cfg, given_fields(["--model", str(grpo)]))
+    sources, own = apply_checkpoint_prompting(cfg, given_fields(["--model", str(grpo)]))
     assert (cfg.tools, cfg.environment) == (True, "crop")
     # what differs from the rest (mir_prompt_stage 0 is already eval's default)
     assert own == {"mir": {"system_prompt": "", "tools": False, "max_turns": 1, "environment": None}}
-    assert "per benchmark: mir:" in note
+    assert sources["tools"] == "checkpoint"
     cfg = EvalConfig(model=str(grpo), benchmarks="tir_bench,mir", tools=False)
     _, own = apply_checkpoint_prompting(cfg, given_fields(["--model", str(grpo), "--tools", "false"]))
     assert cfg.tools is False and all("tools" not in entry for entry in own.values())
+
+
+def test_the_shipped_eval_recipe_leaves_prompting_to_the_checkpoint(tmp_path):
+    from lookcloser.recipes import load_recipe_mapping
+    from tests.conftest import REPO
+
+    ckpt = str(_checkpoint(tmp_path))
+    recipe = str(REPO / "recipes" / "eval.yaml")
+    assert not set(load_recipe_mapping(REPO / "recipes" / "eval.yaml")) & {
+        "tools", "max_turns", "mir_prompt_stage", "system_prompt", "environment"}
+    cfg = EvalConfig(model=ckpt)
+    sources, _ = apply_checkpoint_prompting(cfg, given_fields([recipe, "--model", ckpt]))
+    assert (cfg.mir_prompt_stage, cfg.tools, cfg.max_turns) == (1, False, 1)
+    assert sources["tools"] == "checkpoint"
 
 
 def test_a_broken_prompting_file_is_one_clear_error(tmp_path):

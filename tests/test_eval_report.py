@@ -12,6 +12,7 @@ from lookcloser.eval.loaders import EvalError
 from lookcloser.eval.prepare import parse_sources, safe_extract
 from lookcloser.eval.report import markdown, write_reports
 from lookcloser.eval.scoring import aggregate
+from lookcloser.plots import COLOURS
 
 
 def _metrics() -> dict:
@@ -36,8 +37,9 @@ def test_report_tables_failures_published_numbers_and_chart(tmp_path):
                                                           "error": "EndpointError: HTTP 500"}]
     with Image.open(tmp_path / "disbench.png") as chart:
         pixels = chart.convert("RGB")
-        blue = sum(1 for p in pixels.getdata() if p == (52, 101, 164))
-    assert blue > 500, "the EM bars are drawn"
+        em_colour = tuple(int(COLOURS[0][i:i + 2], 16) for i in (1, 3, 5))
+        blue = sum(1 for p in pixels.getdata() if p == em_colour)
+    assert blue > 500, "the EM bars are drawn (lookcloser.plots, the metric's colour)"
     assert markdown(saved) == report
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import functools
 import json
-import struct
 from pathlib import Path
 
 import pytest
 from PIL import Image
 
 from lookcloser.train import grpo
+from testing.wandb_offline import offline_runs
 from tests.conftest import REPO
 
 FAST = ["--bf16", "false", "--gradient_checkpointing", "false", "--use_cpu", "true", "--save_strategy", "no",
@@ -233,30 +233,6 @@ def test_group_filtering_refills_the_batch(base_reward, rounds, seed, tiny_model
 
 # -- a short run with everything on, logged to W&B offline and read back --
 
-BLOCK = 32768
-
-
-def _wandb_records(path: Path):
-    """Records of an offline run's .wandb file (LevelDB-style log of protobuf ``Record``s)."""
-    from wandb.proto import wandb_internal_pb2 as pb
-
-    raw, pos, buf = path.read_bytes(), 7, b""
-    while pos + 7 <= len(raw):
-        if BLOCK - pos % BLOCK < 7:
-            pos += BLOCK - pos % BLOCK
-            continue
-        _, length, kind = struct.unpack("<IHB", raw[pos:pos + 7])
-        data, pos = raw[pos + 7:pos + 7 + length], pos + 7 + length
-        if kind in (1, 4):
-            record = pb.Record()
-            record.ParseFromString(buf + data if kind == 4 else data)
-            yield record
-        elif kind == 2:
-            buf = data
-        elif kind == 3:
-            buf += data
-
-
 def test_short_run_logs_metrics_and_an_image_table_to_wandb_offline(tiny_model_dir, tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_DIR", str(tmp_path))
@@ -283,14 +259,8 @@ def test_short_run_logs_metrics_and_an_image_table_to_wandb_offline(tiny_model_d
         assert 0 <= entry["groups/dropped_ratio"] <= 1 and entry["trajectory/turns"] >= 1
     assert any(entry["prompt/truncated_ratio"] > 0 for entry in logged)
 
-    (run_file,) = Path(tmp_path, "wandb").glob("offline-run-*/run-*.wandb")
-    history, tables = set(), []
-    for record in _wandb_records(run_file):
-        kind = record.WhichOneof("record_type")
-        if kind == "history":
-            history |= {"/".join(item.nested_key) or item.key for item in record.history.item}
-        elif kind == "artifact" and record.artifact.type == "run_table":
-            tables.append({entry.path: entry.local_path for entry in record.artifact.manifest.contents})
+    (run,) = offline_runs(tmp_path)
+    history, tables = run.history_keys, run.tables["completions"]
     for key in ("rewards/accuracy/mean", "rewards/format/mean", "rewards/tool_use/mean", "accuracy/tir_bench",
                 "tools/call_frequency", "tools/failure_frequency", "tools/crop/call_frequency", "trajectory/turns",
                 "trajectory/images", "groups/dropped_ratio", "timing/rollout_seconds"):

@@ -87,6 +87,7 @@ def test_a_run_where_every_call_failed_exits_non_zero(tmp_path):
 
 def test_eval_wandb_run_logs_config_tables_and_charts_under_wandb_dir(tmp_path, monkeypatch):
     from lookcloser.eval.scoring import gold_response
+    from testing.wandb_offline import read_offline_run
 
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_DIR", str(tmp_path / "wandb_dir"))
@@ -97,8 +98,10 @@ def test_eval_wandb_run_logs_config_tables_and_charts_under_wandb_dir(tmp_path, 
     assert gold_response  # scored against the gold answers (whatever they are); W&B is what is checked here
     runs = list((tmp_path / "wandb_dir").rglob("offline-run-*"))
     assert len(runs) == 1 and not list((tmp_path / "out").rglob("offline-run-*"))
-    # Offline runs keep their config inside the run's protobuf log (JSON-encoded values).
-    record = next(runs[0].glob("run-*.wandb")).read_bytes()
-    assert endpoint.url.encode() in record and b"max_new_tokens_per_turn" in record and b"bundled fixtures" in record
+    # Offline runs keep their config inside the run's protobuf log (read back once wandb wrote it out).
+    config = read_offline_run(next(runs[0].glob("run-*.wandb"))).config
+    assert config["model"] == endpoint.url and "max_new_tokens_per_turn" in config
+    assert "bundled fixtures" in config["data"]
+    assert "checkpoint_digest" not in config  # an endpoint has no checkpoint folder to digest
     media = [p.relative_to(runs[0]).as_posix() for p in (runs[0] / "files" / "media").rglob("*") if p.is_file()]
     assert any("/table/" in p for p in media) and any("/images/" in p for p in media), media

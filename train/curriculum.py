@@ -259,6 +259,8 @@ def run(recipe_path: str | Path, skip: tuple[str, ...] = (), dry_run: bool = Fal
     if dry_run:
         print(f"[curriculum] dry run: {len(pending)} of {len(stages)} stages would train; data found", flush=True)
         return stages
+    from lookcloser.train.wandb_logging import curriculum_stage
+
     launcher = recipe.get("launcher")
     begun, done_seconds = time.time(), []
     for k, (stage, to_run, _) in enumerate(decisions, start=1):
@@ -266,7 +268,8 @@ def run(recipe_path: str | Path, skip: tuple[str, ...] = (), dry_run: bool = Fal
             continue
         started = time.time()
         print(f"[curriculum] stage {k}/{len(stages)} {stage.name} starts", flush=True)
-        run_stage(stage, launcher)
+        with curriculum_stage(str(stage.output_dir.parent), stage.name, k, len(stages)):  # one W&B group
+            run_stage(stage, launcher)
         if launcher or _is_main_process():  # in-process under accelerate: every rank trains, one writes
             stage.marker.write_text(json.dumps({"name": stage.name, "config": stage.config,
                                                 "inputs": stage_inputs(stage),

@@ -27,12 +27,13 @@ from lookcloser.recipes import RecipeError
 from lookcloser.train.entry import model_and_processor, peft_config, train_and_save
 from lookcloser.train.fused_kernels import FusedKernelsArguments, apply_fused_kernels
 from lookcloser.train.grpo_lib.trainer import LookcloserGRPOConfig
+from lookcloser.train.wandb_logging import DashboardArguments, add_wandb_dashboards
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class GRPOScriptArguments(FusedKernelsArguments, ScriptArguments):
+class GRPOScriptArguments(FusedKernelsArguments, ScriptArguments, DashboardArguments):
     """Data, environment and rewards. With neither ``dataset_path`` nor ``dataset_name``, synthetic
     tool tasks are generated on the fly (``synthetic_*``)."""
 
@@ -162,6 +163,9 @@ def build_trainer(script_args: GRPOScriptArguments, training_args: LookcloserGRP
         environment_factory=environment_factory(script_args),
     )
     apply_fused_kernels(trainer, script_args.fused_kernels)
+    add_wandb_dashboards(trainer, script_args, model_args, dataset, lambda args: load_grpo_dataset(args, training_args),
+                         env_factory=environment_factory(script_args),
+                         max_turns=(training_args.max_tool_calling_iterations or 3) + 1)  # with report_to: wandb
     return trainer
 
 
@@ -175,6 +179,9 @@ def main(script_args: GRPOScriptArguments, training_args: LookcloserGRPOConfig, 
     out = train_and_save(trainer, training_args.output_dir, training_args.resume_from_checkpoint,
                           configs=(script_args, model_args), merge_adapter=script_args.merge_adapter)
     if trainer.accelerator.is_main_process:
+        from lookcloser.train.run_records import record_run
+
+        record_run(trainer, out, model_args)
         write_prompting_record(script_args, out, model_args.model_name_or_path)
     return out
 

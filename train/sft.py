@@ -21,12 +21,13 @@ from trl import ModelConfig, ScriptArguments, SFTConfig
 from lookcloser.recipes import RecipeError
 from lookcloser.train.entry import model_and_processor, peft_config, train_and_save
 from lookcloser.train.fused_kernels import FusedKernelsArguments, apply_fused_kernels
+from lookcloser.train.wandb_logging import DashboardArguments, add_wandb_dashboards
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class SFTScriptArguments(FusedKernelsArguments, ScriptArguments):
+class SFTScriptArguments(FusedKernelsArguments, ScriptArguments, DashboardArguments):
     """Where the data comes from. ``dataset_path`` covers local files; ``dataset_name`` a hub id."""
 
     dataset_path: str | None = field(
@@ -126,6 +127,7 @@ def build_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mod
         processing_class=processor,
         peft_config=peft_config(model_args),
     )
+    add_wandb_dashboards(trainer, script_args, model_args, dataset, load_sft_dataset)  # with report_to: wandb
     if is_vision_dataset(trainer):
         # TRL's vision collator puts no images into tool messages and drops the `tools` column;
         # ours equals it on plain records and also handles multi-turn tool trajectories.
@@ -177,6 +179,9 @@ def main(script_args: SFTScriptArguments, training_args: SFTConfig, model_args: 
                           configs=(script_args, model_args), merge_adapter=script_args.merge_adapter)
     if trainer.accelerator.is_main_process:  # how it was prompted, so that eval prompts it the same way
         from lookcloser.agent.checkpoint_prompting import prompting_of, write_prompting
+        from lookcloser.train.run_records import record_run
+
+        record_run(trainer, out, model_args)
 
         mir_json = (script_args.dataset_path or "").endswith(".json")
         write_prompting(out, prompting_of(trainer.train_dataset[0], script_args.mir_stage if mir_json else None),

@@ -3,7 +3,7 @@ config), ``tools`` (malformed calls and unknown tools as error observations, the
 ``truncation`` (prompt left-truncation), ``filtering`` (dynamic group filtering), ``tables``
 (completions table and JSONL), ``data`` (the GRPO data set, synthetic tasks) and ``coldstart``
 (a short SFT before GRPO). The scripts run on their own stay beside ``grpo.py``:
-``train/grpo_tasks.py`` (a tool-curriculum data stage) and ``train/grpo_plot.py``.
+``train/grpo_tasks.py`` (a tool-curriculum data stage) and ``train/curves.py``.
 
 A package of its own, not ``train/grpo/``, because ``lookcloser.train.grpo`` is the entry
 script's module name (``accelerate launch train/grpo.py``; tests import its ``parse_args``).
