@@ -18,6 +18,8 @@ import logging
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from lookcloser.errors import RecipeError
+
 logger = logging.getLogger(__name__)
 
 
@@ -41,6 +43,20 @@ class ToolTaskArguments:
         "help": "Share of the training cold-start trajectories that answer at once, without a tool (0-1): a "
                 "cold start that has seen both ways to answer, for GRPO to find which pays."})
 
+    def __post_init__(self) -> None:
+        from lookcloser.agent.environments import ENVIRONMENTS
+        from lookcloser.checks import check_names, check_range
+        from lookcloser.data_builders.synthetic import TASKS
+
+        check_names("tasks", self.tasks, TASKS)
+        check_names("environment", [self.environment], list(ENVIRONMENTS))
+        check_range("count", self.count, 1)
+        check_range("heldout_count", self.heldout_count, 0)
+        check_range("search_grid", self.search_grid, 0)
+        check_range("direct_ratio", self.direct_ratio, 0, 1)
+        if self.seed == self.heldout_seed:
+            raise RecipeError("heldout_seed must differ from seed: the held-out tasks are a seed never trained on")
+
 
 def model_pixels(name_or_path: str) -> int:
     """The most pixels the model's image processor feeds the vision tower (``size.longest_edge``)."""
@@ -57,10 +73,6 @@ def build(args: ToolTaskArguments) -> dict[str, Path]:
     from lookcloser.data_builders.synthetic import SyntheticConfig
     from lookcloser.train.grpo_lib.data import BUNDLED_IMAGES, generated_images, resolve_path
 
-    if not 0.0 <= args.direct_ratio <= 1.0:
-        raise ValueError(f"direct_ratio must be between 0 and 1, not {args.direct_ratio}")
-    if args.seed == args.heldout_seed:
-        raise ValueError("heldout_seed must differ from seed: the held-out tasks are a seed never trained on")
     out = Path(args.output_dir)
     if args.images == "generated" or (args.images is None and not BUNDLED_IMAGES.is_dir()):
         source = generated_images(out / "source_images", seed=args.seed)
@@ -81,6 +93,7 @@ def build(args: ToolTaskArguments) -> dict[str, Path]:
         if marker.is_file() and json.loads(marker.read_text(encoding="utf-8")) == settings:
             logger.info("%s: kept (same settings) %s", split, target)
         else:
+            marker.unlink(missing_ok=True)  # until the new build is whole, no marker says it is there
             build_synthetic(source, target, count, cfg, progress=False, environment=args.environment,
                             direct_ratio=direct)
             marker.write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
@@ -95,13 +108,22 @@ def main(args: ToolTaskArguments) -> str:
     return args.output_dir
 
 
-def parse_args(argv: list[str] | None = None):
+def parse_args(argv=None, planned=()):
+    from lookcloser.checks import check_model_name, check_output_folder, check_path
     from lookcloser.recipes import parse_recipe
+    from lookcloser.train.grpo_lib.data import resolve_path
 
-    return parse_recipe((ToolTaskArguments,), argv)
+    (args,) = parse_recipe((ToolTaskArguments,), argv, description=__doc__)
+    check_output_folder("output_dir", args.output_dir)
+    check_model_name(args.model_name_or_path, planned)
+    if args.images not in (None, "generated"):
+        check_path("images", resolve_path(args.images), "folder", planned)
+    return (args,)
 
 
 if __name__ == "__main__":
-    from lookcloser.train.entry import run
+    import sys
 
-    run(main, parse_args)
+    from lookcloser.cli import run
+
+    sys.exit(run(main, parse_args))
