@@ -99,7 +99,7 @@ def build_synthetic(image_dir: str | Path, out_dir: str | Path, count: int, cfg:
     removes what it wrote (``BUILD_ENTRIES``).
     """
     out = Path(out_dir)
-    made = not out.exists()
+    made = [p for p in (out, *out.parents) if not p.exists()]  # folders this build creates
     remove_build(out)  # a rebuild keeps no image of an earlier build (a larger or cancelled one)
     out.mkdir(parents=True, exist_ok=True)
     try:
@@ -107,8 +107,9 @@ def build_synthetic(image_dir: str | Path, out_dir: str | Path, count: int, cfg:
                                 progress=progress, environment=environment, direct_ratio=direct_ratio)
     except BaseException:  # failed or Ctrl-C: no half-built folder (its images would look like a build)
         remove_build(out)
-        if made and out.is_dir() and not any(out.iterdir()):
-            out.rmdir()
+        for folder in made:
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
         raise
 
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from lookcloser.errors import RecordError, record_id  # noqa: F401 - moved to the base layer; re-exported
+from lookcloser.errors import RecordError, record_id  # moved to the base layer; importable here too
 
 # Matches MIR's interleaved placeholders: "<image>" and the numbered "<image1>" form.
 IMAGE_PLACEHOLDER = re.compile(r"<image\d*>")

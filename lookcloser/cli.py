@@ -104,6 +104,9 @@ def report_interrupt(err: KeyboardInterrupt, prog: str | None = None, argv: Sequ
     if flags:  # the same flag given before: the resume value replaces it
         argv = [a for i, a in enumerate(argv) if not (a == flags[0] or a.startswith(flags[0] + "=")
                                                       or (i and argv[i - 1] == flags[0]))]
+    tqdm = sys.modules.get("tqdm")
+    for bar in list(getattr(getattr(tqdm, "tqdm", None), "_instances", ())):
+        bar.close()  # a progress bar left open would print itself after our line when the process exits
     if _first_rank():
         print(f"interrupted: {kept}; to resume: {command_line(prog, [*argv, *flags])}", file=sys.stderr, flush=True)
     return INTERRUPTED_STATUS

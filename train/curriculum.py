@@ -362,6 +362,9 @@ def run(recipe_path: str | Path, skip: tuple[str, ...] = (), dry_run: bool = Fal
         try:
             run_stage(stage, launcher)
         except KeyboardInterrupt:
+            root = stage.output_dir.parent
+            if root.is_dir() and not any(root.iterdir()):  # made by this run for a stage that kept nothing
+                root.rmdir()
             raise _interrupted(stages, stage) from None
         if launcher or _is_main_process():  # in-process under accelerate: every rank trains, one writes
             stage.marker.write_text(json.dumps({"name": stage.name, "config": stage.config,

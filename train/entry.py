@@ -136,6 +136,6 @@ def removed_when_interrupted(output_dir: str | Path) -> Iterator[None]:
             out.rmdir()
         kept = last_checkpoint(out) if out.is_dir() else None
         if kept is None:
-            left = f"{out} left as it was" if out.exists() else f"no {out} left behind"
-            raise Interrupted(f"no checkpoint was saved yet ({left})") from None
+            left = f" ({out} holds nothing of this run)" if out.exists() else ""
+            raise Interrupted(f"no checkpoint was saved yet, nothing is kept{left}") from None
         raise Interrupted(f"{kept} is whole", ["--resume_from_checkpoint", str(kept)]) from None
