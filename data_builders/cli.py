@@ -51,7 +51,7 @@ class BuildArguments:
     out: str = field(metadata={"help": "output folder (replaced if it exists)"})
     format: str = field(default="hf", metadata={"choices": FORMATS, "help": "hf: save_to_disk layout; parquet: shards"})
     on_error: str = field(default="fail", metadata={"choices": ON_ERROR})
-    rejects: str | None = field(default=None, metadata={"help": "rejects JSONL (default: OUT.rejects.jsonl)"})
+    rejects: str | None = field(default=None, metadata={"help": "rejects JSONL (unset: OUT.rejects.jsonl)"})
     max_pixels: int = field(default=DEFAULT_MAX_PIXELS, metadata={"help": "refuse larger images"})
     no_progress: bool = False
 
@@ -71,7 +71,7 @@ class MirArguments(BuildArguments):
 
     POSITIONAL: ClassVar = ("path",)
     path: str | None = field(default=None, metadata={"help": "MIR JSON (all_data_rel.json)"})
-    images_root: str | None = field(default=None, metadata={"help": "default: the JSON's folder"})
+    images_root: str | None = field(default=None, metadata={"help": "unset: the JSON's folder"})
     stages: list[int] = field(default_factory=lambda: [1, 2, 3, 4], metadata={
         "help": "stages 0-4; several write OUT/stage_K, one writes OUT"})
     faithful_upstream: bool = field(default=False, metadata={"help": "reproduce upstream's img2img leak"})
@@ -107,11 +107,10 @@ class ImagenetThinkArguments(BuildArguments):
         check_range("batch_rows", self.batch_rows, 1)
         if self.column_map is not None:
             try:
-                mapping = json.loads(self.column_map)
-                pairs = {str(k): (v["think"], v["answer"]) for k, v in mapping.items()}
+                for pair in json.loads(self.column_map).values():
+                    pair["think"], pair["answer"]  # each pair names both columns
             except (json.JSONDecodeError, AttributeError, KeyError, TypeError) as err:
                 raise RecipeError(f'column_map: not {{"N": {{"think": COLUMN, "answer": COLUMN}}, ...}} ({err})') from err
-            del pairs
         try:
             self.template.format(think="", answer="")
         except (KeyError, IndexError, ValueError) as err:
@@ -172,7 +171,9 @@ class DifficultyArguments(BuildArguments):
     hard_threshold: float | None = None
     hard_share: float | None = None
     seed: int | None = None
-    thresholds: object = field(default=None, init=False, repr=False)  # the DifficultyConfig these make
+    # The DifficultyConfig these make (typed `object`: the parser resolves every annotation, and
+    # difficulty.py is imported only when the command runs).
+    thresholds: object = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         from lookcloser.data_builders.difficulty import DifficultyConfig

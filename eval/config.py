@@ -4,14 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lookcloser.checks import (
-    check_model_name,
-    check_names,
-    check_output_folder,
-    check_path,
-    check_range,
-    did_you_mean,
-)
+from lookcloser.checks import check_names, check_output_folder, check_range, did_you_mean
 from lookcloser.eval.loaders import BENCHMARKS, EvalError
 
 # Turn budgets per benchmark when ``max_turns`` is not set (DISBench's agent: up to 30, docs/formats.md §4).
@@ -133,6 +126,8 @@ def benchmark_names(text: str) -> list[str]:
 
 def check_paths(cfg: EvalConfig) -> None:
     """The paths a config names exist (a model folder, the data, the corpus), before any work."""
+    from lookcloser.checks import check_model_name, check_path
+
     if not cfg.model:
         raise EvalError("set --model (a checkpoint folder, hub id, or endpoint URL)")
     if not cfg.model.startswith(("http://", "https://")):

@@ -113,7 +113,7 @@ def test_set_overrides_a_stage_or_the_defaults_and_is_checked_like_the_recipe(tm
     for override, message in (
             ("mir_stag2.mir_stage=3", "--set mir_stag2.mir_stage=3: no stage named 'mir_stag2'; did you mean mir_stage2?"),
             ("mir_stage2.mir_stage=7", "stage 'mir_stage2' (train/sft.py): mir_stage must be between 0 and 4, got 7"),
-            ("mir_stage1.learnin_rate=1", "'learnin_rate': no config field has that name; did you mean learning_rate?"),
+            ("mir_stage1.learnin_rate=1", f"{recipe}: unknown recipe key(s) 'learnin_rate': no config field"),
             ("learning_rate=-1", "stage 'mir_stage1' (train/sft.py): learning_rate must be >= 0, got -1"),
             ("mir_stage1", "--set mir_stage1: write STAGE.KEY=VALUE or KEY=VALUE")):
         for dry_run in ([], ["--dry_run"]):  # the dry run runs exactly the checks a run runs first

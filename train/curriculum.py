@@ -186,18 +186,18 @@ def plan(recipe_path: str | Path, skip: tuple[str, ...] = (), model: str | None 
     return stages
 
 
-def check_stages(stages: list[Stage]) -> None:
+def check_stages(stages: list[Stage], recipe_path: str | Path = "the curriculum recipe") -> None:
     """Every stage's full recipe through its script's parser and checks, before any stage starts.
 
     A path that an earlier stage writes (its output folder: the chained checkpoint, a data stage's
-    sets) is not there yet and counts as there.
+    sets) is not there yet and counts as there. ``recipe_path`` names where to fix a key.
     """
     from lookcloser.errors import UserError
     from lookcloser.recipes import CommandLine
 
     for k, stage in enumerate(stages):
         module = importlib.import_module(_module_name(stage.script))
-        recipe = Recipe.of(stage.config, f"stage {stage.name!r}")
+        recipe = Recipe.of(stage.config, str(recipe_path))
         try:
             module.parse_args(CommandLine(recipe, ()), planned=[s.output_dir for s in stages[:k]])
         except UserError as err:
@@ -347,7 +347,7 @@ def run(recipe_path: str | Path, skip: tuple[str, ...] = (), dry_run: bool = Fal
         print(f"[curriculum] {k}/{len(stages)} {stage.name}: {stage.script} from "
               f"{stage.config.get('model_name_or_path')} -> {stage.output_dir} ({why})", flush=True)
     pending = {stage.name for stage, to_run, _ in decisions if to_run}
-    check_stages(stages)  # a dry run runs exactly these checks
+    check_stages(stages, recipe_path)  # a dry run runs exactly these checks
     if dry_run:
         print(f"[curriculum] dry run: {len(pending)} of {len(stages)} stages would train; every stage's settings, "
               "data and model checked", flush=True)
