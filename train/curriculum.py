@@ -162,7 +162,8 @@ def plan(recipe_path: str | Path, skip: tuple[str, ...] = (), model: str | None 
         raise CurriculumError(f"{recipe_path}: every stage needs a unique 'name' (got {names})")
     missing_skips = sorted(set(skip) - set(names))
     if missing_skips:
-        raise CurriculumError(f"--skip names no stage: {missing_skips}; stages are {names}")
+        raise CurriculumError(f"--skip names no stage: {missing_skips}{did_you_mean(missing_skips[0], names)} "
+                              f"(stages: {', '.join(names)})")
     stages: list[Stage] = []
     for raw in stages_raw:
         if raw["name"] in skip:
@@ -196,7 +197,11 @@ def check_stages(stages: list[Stage], recipe_path: str | Path = "the curriculum 
     from lookcloser.recipes import CommandLine
 
     for k, stage in enumerate(stages):
-        module = importlib.import_module(_module_name(stage.script))
+        try:
+            module = importlib.import_module(_module_name(stage.script))
+        except ModuleNotFoundError as err:
+            raise CurriculumError(f"stage {stage.name!r}: script {stage.script} not found (train/sft.py, train/grpo.py "
+                                  "and train/grpo_tasks.py are stage scripts)") from err
         recipe = Recipe.of(stage.config, str(recipe_path))
         try:
             module.parse_args(CommandLine(recipe, ()), planned=[s.output_dir for s in stages[:k]])
