@@ -75,7 +75,7 @@ def _run(case: int, root: Path) -> dict:
     cwd.mkdir(parents=True)
     caches.mkdir()
     env = {**os.environ, "LOOKCLOSER_CACHE": str(caches / "lookcloser"), "HF_HOME": str(caches / "hf"),
-           "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled", "PYTHONWARNINGS": "ignore"}
+           "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
     done = subprocess.run([sys.executable, *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
                           check=False)
     return {"status": done.returncode, "stderr": done.stderr, "stdout": done.stdout, "files": _files(home)}
