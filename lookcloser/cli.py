@@ -97,8 +97,6 @@ def report_error(message: object) -> int:
 
 def report_interrupt(err: KeyboardInterrupt, prog: str | None = None, argv: Sequence[str] | None = None) -> int:
     """Print one ``interrupted:`` line (what was kept; the command that resumes) and return 130."""
-    # A bare KeyboardInterrupt came before any step that writes (those raise Interrupted).
-    kept = err.kept if isinstance(err, Interrupted) else "stopped before anything was written"
     flags = err.resume_flags if isinstance(err, Interrupted) else []
     argv = list(sys.argv[1:] if argv is None else argv)
     if flags:  # the same flag given before: the resume value replaces it
@@ -107,8 +105,9 @@ def report_interrupt(err: KeyboardInterrupt, prog: str | None = None, argv: Sequ
     tqdm = sys.modules.get("tqdm")
     for bar in list(getattr(getattr(tqdm, "tqdm", None), "_instances", ())):
         bar.close()  # a progress bar left open would print itself after our line when the process exits
-    if _first_rank():
-        print(f"interrupted: {kept}; to resume: {command_line(prog, [*argv, *flags])}", file=sys.stderr, flush=True)
+    if _first_rank():  # a bare KeyboardInterrupt: no step said what it kept (a step that writes says it)
+        said = f"interrupted: {err.kept}; to resume:" if isinstance(err, Interrupted) else "interrupted; to run it again:"
+        print(f"{said} {command_line(prog, [*argv, *flags])}", file=sys.stderr, flush=True)
     return INTERRUPTED_STATUS
 
 

@@ -100,10 +100,6 @@ class Stage:
         return self.marker.is_file()
 
 
-def _load_yaml(path: Path, what: str) -> dict:
-    return load_recipe_mapping(path, what)
-
-
 def with_overrides(recipe: dict, overrides: tuple[str, ...] | list[str]) -> dict:
     """The recipe with ``--set`` values: ``STAGE.KEY=VALUE`` in that stage, ``KEY=VALUE`` in ``defaults``.
 
@@ -147,7 +143,7 @@ def plan(recipe_path: str | Path, skip: tuple[str, ...] = (), model: str | None 
     ``--set`` values. ``recipe``: the file's mapping when already read (it is read once).
     """
     recipe_path = Path(recipe_path)
-    recipe = _load_yaml(recipe_path, "curriculum recipe") if recipe is None else recipe
+    recipe = load_recipe_mapping(recipe_path, "curriculum recipe") if recipe is None else recipe
     recipe = with_overrides(recipe, overrides) if overrides else recipe
     unknown = sorted(set(recipe) - set(TOP_KEYS))
     if unknown:
@@ -168,7 +164,7 @@ def plan(recipe_path: str | Path, skip: tuple[str, ...] = (), model: str | None 
     for raw in stages_raw:
         if raw["name"] in skip:
             continue
-        base = _load_yaml(Path(raw["recipe"]), f"base recipe of stage {raw['name']!r}") if raw.get("recipe") else {}
+        base = load_recipe_mapping(Path(raw["recipe"]), f"base recipe of stage {raw['name']!r}") if raw.get("recipe") else {}
         own = {k: v for k, v in raw.items() if k not in STAGE_KEYS}
         makes_model = bool(raw.get("makes_model", True))
         chained = [s for s in stages if s.makes_model]
@@ -345,7 +341,7 @@ def _barrier() -> None:
 
 def run(recipe_path: str | Path, skip: tuple[str, ...] = (), dry_run: bool = False, model: str | None = None,
         overrides: tuple[str, ...] = (), recipe: dict | None = None) -> list[Stage]:
-    recipe = _load_yaml(Path(recipe_path), "curriculum recipe") if recipe is None else recipe
+    recipe = load_recipe_mapping(Path(recipe_path), "curriculum recipe") if recipe is None else recipe
     stages = plan(recipe_path, skip, model, overrides, recipe=recipe)
     decisions = decide(stages)
     for k, (stage, _, why) in enumerate(decisions, start=1):
@@ -428,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
 
     def train(args: CurriculumArguments) -> None:
-        recipe = _load_yaml(Path(args.recipe), "curriculum recipe")
+        recipe = load_recipe_mapping(Path(args.recipe), "curriculum recipe")
         if not recipe.get("launcher"):
             match_launcher_threads()
         run(args.recipe, tuple(args.skip), args.dry_run, args.model, tuple(args.set), recipe=recipe)
