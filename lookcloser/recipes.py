@@ -48,8 +48,9 @@ COMMON_FIELDS = ("model_name_or_path", "output_dir", "learning_rate", "num_train
 # recipe's `activation_checkpointing: false` would silently win over `--gradient_checkpointing true`.
 DEPRECATED_FLAGS = {"--gradient_checkpointing": "--activation_checkpointing",
                     "--gradient_checkpointing_kwargs": "--activation_checkpointing_kwargs"}
-# argparse (Python < 3.13) reads "-1e-3" as a flag, so `--learning_rate -1e-3` lost its value.
-_NEGATIVE_NUMBER = re.compile(r"-(\d+\.?\d*|\.\d+)(e[-+]?\d+)?", re.IGNORECASE)
+# argparse (Python < 3.13) takes "-2" and "-0.5" for values but "-1e-3" for a flag, so `--learning_rate
+# -1e-3` lost its value; only that form is attached to its flag (a list flag keeps its other values).
+_NEGATIVE_EXPONENT_NUMBER = re.compile(r"-(\d+\.?\d*|\.\d+)e[-+]?\d+", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -183,12 +184,12 @@ def short_help(prog: str, dataclass_types: Sequence[type], description: str = ""
 def _negative_values_attached(args: Sequence[str]) -> list[str]:
     """``--flag -1e-3`` as ``--flag=-1e-3``, so that argparse takes the number as the flag's value.
 
-    >>> _negative_values_attached(["--learning_rate", "-1e-3", "--seed", "-2"])
-    ['--learning_rate=-1e-3', '--seed=-2']
+    >>> _negative_values_attached(["--learning_rate", "-1e-3", "--reward_weights", "-0.5", "1"])
+    ['--learning_rate=-1e-3', '--reward_weights', '-0.5', '1']
     """
     out: list[str] = []
     for arg in args:
-        if out and _NEGATIVE_NUMBER.fullmatch(arg) and out[-1].startswith("--") and "=" not in out[-1]:
+        if out and _NEGATIVE_EXPONENT_NUMBER.fullmatch(arg) and out[-1].startswith("--") and "=" not in out[-1]:
             out[-1] = f"{out[-1]}={arg}"
         else:
             out.append(arg)
