@@ -14,8 +14,8 @@ import torch
 from transformers import AutoConfig, AutoProcessor
 
 from lookcloser.agent.processor import LookcloserQwen3VLProcessor
-
-TINY_MODEL_NAME = "lookcloser/tiny-qwen3-vl"
+from lookcloser.checks import TINY_MODEL_NAME, check_model_name
+from lookcloser.errors import ModelPathError
 
 
 def tiny_model_cache_dir() -> Path:
@@ -24,26 +24,6 @@ def tiny_model_cache_dir() -> Path:
     root = os.environ.get("LOOKCLOSER_CACHE") or Path.home() / ".cache" / "lookcloser"
     # Versioned: a cache built by an older definition of the tiny model is never picked up.
     return Path(root) / f"tiny-qwen3-vl-v{VERSION}"
-
-
-LOCAL_ROOTS = ("outputs", "output", "checkpoints", "data", "runs", "models", "tmp")
-
-
-class ModelPathError(ValueError):
-    """A model name that names nothing loadable here (said in one line, before any hub call)."""
-
-
-def looks_like_path(name: str) -> bool:
-    """A name meant as a local folder rather than a hub id (``owner/name``).
-
-    >>> looks_like_path("outputs/sft"), looks_like_path("./sft"), looks_like_path("Qwen/Qwen3-VL-2B-Instruct")
-    (True, True, False)
-    """
-    if name.startswith(("/", ".", "~")) or name.endswith("/") or name.count("/") > 1 or "\\" in name:
-        return True
-    head = name.split("/")[0]
-    # `outputs/x` when ./outputs exists, or under a folder name no hub owner goes by in our docs.
-    return "/" in name and (Path(head).is_dir() or head in LOCAL_ROOTS)
 
 
 def adapter_base(path: str | Path) -> str | None:
@@ -125,7 +105,7 @@ def _merged_adapter_path(adapter_dir: Path) -> str:
     Why merge instead of loading base + adapter everywhere: every consumer (TRL trainers given a
     path, eval, vLLM, the processor loader) then sees an ordinary checkpoint.
     """
-    from lookcloser.agent.checkpoint_digest import checkpoint_digest
+    from lookcloser.checkpoint_digest import checkpoint_digest
 
     target = tiny_model_cache_dir().parent / "merged" / checkpoint_digest(adapter_dir)
     if not (target / "config.json").exists():
@@ -140,20 +120,11 @@ def resolve_model_path(name_or_path: str) -> str:
     its base + adapter merged (cached); a local path that does not exist is a ``ModelPathError``
     (never a hub lookup); hub ids are returned unchanged.
     """
-    if not name_or_path:
-        raise ModelPathError("no model given (set model_name_or_path / --model)")
+    check_model_name(name_or_path, what="model_name_or_path / --model")
     if name_or_path != TINY_MODEL_NAME:
         path = Path(name_or_path).expanduser()
-        if path.is_dir():
-            if adapter_base(path) is not None:
-                return _merged_adapter_path(path)
-            if not (path / "config.json").is_file():
-                raise ModelPathError(f"{name_or_path}: folder has no config.json or adapter_config.json "
-                                     "(not a checkpoint)")
-            return name_or_path
-        if looks_like_path(name_or_path) or path.exists():
-            raise ModelPathError(f"{name_or_path}: model folder not found (a local path; hub ids look like "
-                                 "owner/name)")
+        if path.is_dir() and adapter_base(path) is not None:
+            return _merged_adapter_path(path)
         return name_or_path
     target = tiny_model_cache_dir()
     if not (target / "config.json").exists():

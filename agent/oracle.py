@@ -95,15 +95,47 @@ def build_synthetic(image_dir: str | Path, out_dir: str | Path, count: int, cfg:
     lists (``crop`` for the tool curriculum; it must offer every tool the tasks' oracles use).
     ``direct_ratio``: the share of ``sft/`` records (drawn with the config's seed) that answer at once,
     without a tool (``direct_trajectory``); ``look/`` and ``grpo/`` keep every task.
+    What an earlier build wrote there is removed first, and a build that fails or is interrupted
+    removes what it wrote (``BUILD_ENTRIES``).
     """
+    out = Path(out_dir)
+    made = [p for p in (out, *out.parents) if not p.exists()]  # folders this build creates
+    remove_build(out)  # a rebuild keeps no image of an earlier build (a larger or cancelled one)
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        return _build_synthetic(image_dir, out, count, cfg, fmt=fmt, report=report, max_pixels=max_pixels,
+                                progress=progress, environment=environment, direct_ratio=direct_ratio)
+    except BaseException:  # failed or Ctrl-C: no half-built folder (its images would look like a build)
+        remove_build(out)
+        for folder in made:
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+        raise
+
+
+# What build_synthetic writes in its folder (and nothing else: the folder may hold other files).
+BUILD_ENTRIES = ("data", "oracle", "grpo", "sft", "look", "tir_synthetic.json", "TIR-Bench.json")
+
+
+def remove_build(out: Path) -> None:
+    import shutil
+
+    for name in BUILD_ENTRIES:
+        path = out / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+
+
+def _build_synthetic(image_dir, out: Path, count: int, cfg: SyntheticConfig | None, *, fmt: str, report,
+                     max_pixels: int | None, progress: bool, environment: str, direct_ratio: float) -> dict:
     from tqdm import tqdm
 
     from lookcloser.data_builders.output import DatasetWriter
     from lookcloser.data_builders.synthetic import generate_items
     from lookcloser.data_builders.tool_sft import grpo_features, grpo_prompt, look_record, sft_features
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     tools_json = json.dumps(tool_schemas(environment))
     records, looks = [], []
     direct = random.Random(f"direct-{(cfg or SyntheticConfig()).seed}")

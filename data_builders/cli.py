@@ -4,174 +4,308 @@ Every command writes a Hugging Face data set (``save_to_disk`` layout, or ``--fo
 with a progress bar, then prints a summary: read N, written M, skipped K by reason.
 ``--on_error fail`` (default) stops at the first bad record, naming its file, record id and
 field; ``--on_error skip`` writes each rejected record and its reason to ``--rejects``
-(default ``DIR.rejects.jsonl``), so read = written + rejected. Flags are spelled with
-underscores like every other command's (the dashed forms, ``--on-error``, still work).
+(default ``DIR.rejects.jsonl``), so read = written + rejected. Every flag's value is checked
+before anything is read or written (one ``error:`` line, exit 2); Ctrl-C leaves no half data set.
+
+A command is a dataclass of its flags (``BuildArguments`` plus its own; its ``__post_init__``
+checks them, ``POSITIONAL`` names the fields that need no flag) and a function that builds from
+it, both in ``COMMANDS``: adding a command is adding those two and a row.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar, NamedTuple
 
+from lookcloser.checks import (
+    check_model_name,
+    check_names,
+    check_output_folder,
+    check_path,
+    check_range,
+    did_you_mean,
+)
+from lookcloser.cli import Interrupted, run
 from lookcloser.data_builders.output import FORMATS, ON_ERROR, BuildReport
-from lookcloser.data_builders.records import DEFAULT_MAX_PIXELS, RecordError
-from lookcloser.data_builders.synthetic import SyntheticConfig
-from lookcloser.recipes import FlagParser, RecipeError
+from lookcloser.data_builders.records import DEFAULT_MAX_PIXELS
+from lookcloser.data_builders.synthetic import TASKS, SyntheticConfig
+from lookcloser.errors import RecipeError
+
+PROG = "python -m data_builders"
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", required=True, type=Path, help="output folder (replaced if it exists)")
-    parser.add_argument("--format", choices=FORMATS, default="hf", help="hf: save_to_disk layout; parquet: shards")
-    parser.add_argument("--on_error", choices=ON_ERROR, default="fail")
-    parser.add_argument("--rejects", type=Path, default=None, help="rejects JSONL (default: OUT.rejects.jsonl)")
-    parser.add_argument("--max_pixels", type=int, default=DEFAULT_MAX_PIXELS, help="refuse larger images")
-    parser.add_argument("--no_progress", action="store_true")
+def required_path(name: str, value: str | None, kind: str) -> None:
+    if not value:
+        raise RecipeError(f"give the {name} (first argument, or --{name})")
+    check_path(name, value, kind)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = FlagParser(prog="python -m data_builders", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+@dataclass
+class BuildArguments:
+    """The flags every command takes."""
 
-    mir = sub.add_parser("mir", help="MIR JSON -> SFT stages (one data set per stage)")
-    mir.add_argument("path", type=Path, help="MIR JSON (all_data_rel.json)")
-    mir.add_argument("--images_root", type=Path, default=None, help="default: the JSON's folder")
-    mir.add_argument("--stages", type=int, nargs="+", default=[1, 2, 3, 4],
-                     help="stages 0-4; several write OUT/stage_K, one writes OUT")
-    mir.add_argument("--faithful_upstream", action="store_true", help="reproduce upstream's img2img leak")
-    mir.add_argument("--no_check_images", action="store_true", help="skip opening the images (paths still checked)")
-    _common(mir)
+    out: str = field(metadata={"help": "output folder (replaced if it exists)"})
+    format: str = field(default="hf", metadata={"choices": FORMATS, "help": "hf: save_to_disk layout; parquet: shards"})
+    on_error: str = field(default="fail", metadata={"choices": ON_ERROR})
+    rejects: str | None = field(default=None, metadata={"help": "rejects JSONL (unset: OUT.rejects.jsonl)"})
+    max_pixels: int = field(default=DEFAULT_MAX_PIXELS, metadata={"help": "refuse larger images"})
+    no_progress: bool = False
 
-    it = sub.add_parser("imagenet-think", help="ImageNet-Think parquet shards -> <think> SFT")
-    it.add_argument("paths", type=Path, nargs="+", help="parquet files or folders")
-    it.add_argument("--generators", nargs="+", default=None, help="pair numbers to keep (default: every pair)")
-    it.add_argument("--column_map", default=None,
-                    help='JSON: {"1": {"think": "col", "answer": "col"}, ...} (overrides detection)')
-    it.add_argument("--template", default="<think>{think}</think>{answer}")
-    it.add_argument("--batch_rows", type=int, default=256)
-    it.add_argument("--no_check_images", action="store_true")
-    _common(it)
+    def __post_init__(self) -> None:
+        check_output_folder("out", self.out)
+        check_range("max_pixels", self.max_pixels, 1)
 
-    syn = sub.add_parser("synthetic", help="images -> TIR-Bench-format tasks, GRPO prompts, oracle SFT")
-    syn.add_argument("image_dir", type=Path)
-    syn.add_argument("--count", type=int, required=True)
-    syn.add_argument("--tasks", nargs="+", default=None, help="jigsaw rotation_game spot_difference visual_search ocr")
-    syn.add_argument("--seed", type=int, default=0)
-    syn.add_argument("--jigsaw_sizes", type=int, nargs="+", default=[2, 3])
-    syn.add_argument("--base_size", type=int, default=SyntheticConfig.base_size)
-    syn.add_argument("--canvas_size", type=int, default=SyntheticConfig.canvas_size,
-                     help="ocr and free visual search canvases")
-    syn.add_argument("--search_grid", type=int, default=3,
-                     help="visual_search: the target's cell of an N x N grid is named and cropped with a "
-                          "normalised box; 0: free search anywhere on --canvas_size, pixel box")
-    syn.add_argument("--model_pixels", type=int, default=128 * 128,
-                     help="visual_search: the model's input pixel budget (sizes the canvas and the shape)")
-    syn.add_argument("--environment", default="tir_bench", choices=["tir_bench", "crop"],
-                     help="agent environment whose tools the oracle uses (tir_bench: all image tools; crop)")
-    _common(syn)
-
-    dif = sub.add_parser("difficulty", help="pass rates -> easy/medium/hard, curriculum order, two-stage mix")
-    dif.add_argument("path", type=Path, help="MIR JSON")
-    dif.add_argument("--predictions", type=Path, default=None, help='JSONL {"id": ..., "predictions": [...]}')
-    dif.add_argument("--model", default=None, help="sample answers from this model instead (agent loop)")
-    dif.add_argument("--samples", type=int, default=10, help="answers per question when sampling")
-    dif.add_argument("--max_new_tokens", type=int, default=512, help="per sampled answer")
-    dif.add_argument("--images_root", type=Path, default=None)
-    dif.add_argument("--recipe", type=Path, default=None,
-                     help="YAML with easy_threshold, hard_threshold, hard_share, seed (flags below override)")
-    dif.add_argument("--easy_threshold", type=float, default=None)
-    dif.add_argument("--hard_threshold", type=float, default=None)
-    dif.add_argument("--hard_share", type=float, default=None)
-    dif.add_argument("--seed", type=int, default=None)
-    _common(dif)
-    return parser
+    @property
+    def rejects_path(self) -> Path:
+        out = Path(self.out)
+        return Path(self.rejects) if self.rejects else out.parent / f"{out.name}.rejects.jsonl"
 
 
-def _difficulty_config(args):
-    import yaml
+@dataclass
+class MirArguments(BuildArguments):
+    """MIR JSON -> SFT stages (one data set per stage)"""
 
-    from lookcloser.data_builders.difficulty import DifficultyConfig
+    POSITIONAL: ClassVar = ("path",)
+    path: str | None = field(default=None, metadata={"help": "MIR JSON (all_data_rel.json)"})
+    images_root: str | None = field(default=None, metadata={"help": "unset: the JSON's folder"})
+    stages: list[int] = field(default_factory=lambda: [1, 2, 3, 4], metadata={
+        "help": "stages 0-4; several write OUT/stage_K, one writes OUT"})
+    faithful_upstream: bool = field(default=False, metadata={"help": "reproduce upstream's img2img leak"})
+    no_check_images: bool = field(default=False, metadata={"help": "skip opening the images (paths still checked)"})
 
-    settings = {}
-    if args.recipe is not None:
-        loaded = yaml.safe_load(args.recipe.read_text(encoding="utf-8")) or {}
-        settings = {k: loaded[k] for k in ("easy_threshold", "hard_threshold", "hard_share", "seed") if k in loaded}
-    for key in ("easy_threshold", "hard_threshold", "hard_share", "seed"):
-        if getattr(args, key) is not None:
-            settings[key] = getattr(args, key)
-    return DifficultyConfig(**settings)
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        required_path("path", self.path, "file")
+        check_path("images_root", self.images_root, "folder")
+        for stage in self.stages:
+            check_range("stages", stage, 0, 4)
 
 
-def run(args: argparse.Namespace) -> BuildReport:
-    rejects = args.rejects or args.out.parent / f"{args.out.name}.rejects.jsonl"
-    report = BuildReport(on_error=args.on_error, rejects_path=rejects if args.on_error == "skip" else None)
-    progress = not args.no_progress
+@dataclass
+class ImagenetThinkArguments(BuildArguments):
+    """ImageNet-Think parquet shards -> <think> SFT"""
+
+    POSITIONAL: ClassVar = ("paths",)
+    paths: list[str] = field(default_factory=list, metadata={"help": "parquet files or folders"})
+    generators: list[str] | None = field(default=None, metadata={"help": "pair numbers to keep (default: every pair)"})
+    column_map: str | None = field(default=None, metadata={
+        "help": 'JSON: {"1": {"think": "col", "answer": "col"}, ...} (overrides detection)'})
+    template: str = "<think>{think}</think>{answer}"
+    batch_rows: int = 256
+    no_check_images: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.paths:
+            raise RecipeError("give the parquet files or folders (first arguments, or --paths)")
+        for path in self.paths:
+            check_path("paths", path)
+        check_range("batch_rows", self.batch_rows, 1)
+        if self.column_map is not None:
+            try:
+                for pair in json.loads(self.column_map).values():
+                    pair["think"], pair["answer"]  # each pair names both columns
+            except (json.JSONDecodeError, AttributeError, KeyError, TypeError) as err:
+                raise RecipeError(f'column_map: not {{"N": {{"think": COLUMN, "answer": COLUMN}}, ...}} ({err})') from err
+        try:
+            self.template.format(think="", answer="")
+        except (KeyError, IndexError, ValueError) as err:
+            raise RecipeError(f"template: only {{think}} and {{answer}} can be filled in ({err!r})") from err
+
+
+@dataclass
+class SyntheticArguments(BuildArguments):
+    """images -> TIR-Bench-format tasks, GRPO prompts, oracle SFT"""
+
+    POSITIONAL: ClassVar = ("image_dir",)
+    image_dir: str | None = field(default=None, metadata={"help": "folder of source images"})
+    count: int = field(default=0, metadata={"help": "number of tasks (required)"})
+    tasks: list[str] | None = field(default=None, metadata={"help": " ".join(TASKS)})
+    seed: int = 0
+    jigsaw_sizes: list[int] = field(default_factory=lambda: [2, 3])
+    base_size: int = SyntheticConfig.base_size
+    canvas_size: int = field(default=SyntheticConfig.canvas_size, metadata={"help": "ocr and free visual search canvases"})
+    search_grid: int = field(default=3, metadata={
+        "help": "visual_search: the target's cell of an N x N grid is named and cropped with a normalised box; "
+                "0: free search anywhere on --canvas_size, pixel box"})
+    model_pixels: int = field(default=128 * 128, metadata={
+        "help": "visual_search: the model's input pixel budget (sizes the canvas and the shape)"})
+    environment: str = field(default="tir_bench", metadata={
+        "choices": ("tir_bench", "crop"),
+        "help": "agent environment whose tools the oracle uses (tir_bench: all image tools; crop)"})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        required_path("image_dir", self.image_dir, "folder")
+        check_range("count", self.count, 1)
+        check_names("tasks", self.tasks, TASKS)
+        for size in self.jigsaw_sizes:
+            check_range("jigsaw_sizes", size, 2)
+        check_range("base_size", self.base_size, 16)
+        check_range("canvas_size", self.canvas_size, 16)
+        check_range("search_grid", self.search_grid, 0)
+        check_range("model_pixels", self.model_pixels, 1)
+        out, images = Path(self.out).resolve(), Path(self.image_dir).resolve()
+        if out.is_relative_to(images) or images.is_relative_to(out):  # the rebuild clears its folder
+            raise RecipeError(f"out: {self.out} and the image folder {self.image_dir} must not hold one another")
+
+
+@dataclass
+class DifficultyArguments(BuildArguments):
+    """pass rates -> easy/medium/hard, curriculum order, two-stage mix"""
+
+    POSITIONAL: ClassVar = ("path",)
+    path: str | None = field(default=None, metadata={"help": "MIR JSON"})
+    predictions: str | None = field(default=None, metadata={"help": 'JSONL {"id": ..., "predictions": [...]}'})
+    model: str | None = field(default=None, metadata={"help": "sample answers from this model instead (agent loop)"})
+    samples: int = field(default=10, metadata={"help": "answers per question when sampling"})
+    max_new_tokens: int = field(default=512, metadata={"help": "per sampled answer"})
+    images_root: str | None = None
+    recipe: str | None = field(default=None, metadata={
+        "help": "YAML with easy_threshold, hard_threshold, hard_share, seed (flags below override)"})
+    easy_threshold: float | None = None
+    hard_threshold: float | None = None
+    hard_share: float | None = None
+    seed: int | None = None
+    # The DifficultyConfig these make (typed `object`: the parser resolves every annotation, and
+    # difficulty.py is imported only when the command runs).
+    thresholds: object = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        from lookcloser.data_builders.difficulty import DifficultyConfig
+        from lookcloser.recipes import Recipe
+
+        super().__post_init__()
+        required_path("path", self.path, "file")
+        check_path("predictions", self.predictions, "file")
+        check_path("images_root", self.images_root, "folder")
+        if self.predictions is None:
+            check_model_name(self.model, what="--model (or --predictions)")
+        check_range("samples", self.samples, 1)
+        check_range("max_new_tokens", self.max_new_tokens, 1)
+        keys = ("easy_threshold", "hard_threshold", "hard_share", "seed")
+        settings = {}
+        if self.recipe is not None:
+            values = Recipe.read(self.recipe, "difficulty recipe").values
+            settings = {k: values[k] for k in keys if k in values}
+        settings.update({k: getattr(self, k) for k in keys if getattr(self, k) is not None})
+        try:
+            self.thresholds = DifficultyConfig(**settings)
+        except ValueError as err:
+            raise RecipeError(str(err)) from err
+
+
+def build_mir_sets(args: MirArguments, report: BuildReport) -> str:
+    from lookcloser.data_builders.mir import build_mir
+
+    outs = build_mir(Path(args.path), Path(args.out), report, images_root=args.images_root, stages=args.stages,
+                     faithful_upstream=args.faithful_upstream, fmt=args.format, check_images=not args.no_check_images,
+                     max_pixels=args.max_pixels, progress=not args.no_progress)
+    return ", ".join(f"stage {k}: {v}" for k, v in outs.items())
+
+
+def build_imagenet_think_set(args: ImagenetThinkArguments, report: BuildReport) -> str:
+    from lookcloser.data_builders.imagenet_think import build_imagenet_think
+
+    build_imagenet_think([Path(p) for p in args.paths], Path(args.out), report, fmt=args.format,
+                         generators=args.generators, column_map=json.loads(args.column_map) if args.column_map else None,
+                         template=args.template, check_images=not args.no_check_images, max_pixels=args.max_pixels,
+                         batch_rows=args.batch_rows, progress=not args.no_progress)
+    return args.out
+
+
+def build_synthetic_sets(args: SyntheticArguments, report: BuildReport) -> str:
+    # runs the agent's tools: this command is an entry point (above every layer)
+    from lookcloser.agent.oracle import build_synthetic
+
+    cfg = SyntheticConfig(seed=args.seed, tasks=tuple(args.tasks or TASKS), jigsaw_sizes=tuple(args.jigsaw_sizes),
+                          base_size=args.base_size, canvas_size=args.canvas_size, search_grid=args.search_grid,
+                          model_pixels=args.model_pixels)
+    outs = build_synthetic(Path(args.image_dir), Path(args.out), args.count, cfg, fmt=args.format, report=report,
+                           max_pixels=args.max_pixels, progress=not args.no_progress, environment=args.environment)
+    return ", ".join(f"{k}: {v}" for k, v in outs.items())
+
+
+def build_difficulty_set(args: DifficultyArguments, report: BuildReport) -> str:
+    from lookcloser.data_builders.difficulty import build_difficulty
+
+    sample = None
+    if args.model is not None and args.predictions is None:
+        import functools
+
+        from lookcloser.agent.sampling import sample_predictions  # the model runs in the agent loop
+
+        sample = functools.partial(sample_predictions, model_name_or_path=args.model, k=args.samples,
+                                   max_new_tokens=args.max_new_tokens, progress=not args.no_progress)
+    outs = build_difficulty(args.path, args.out, report, predictions=args.predictions, sample=sample,
+                            images_root=args.images_root, cfg=args.thresholds, fmt=args.format,
+                            progress=not args.no_progress)
+    return f"{outs['dataset']} (levels: {outs['levels']})"
+
+
+class Command(NamedTuple):
+    arguments: type  # a BuildArguments dataclass
+    build: Callable[..., str]  # (arguments, report) -> where it wrote, in words
+    unit: str = "records"  # what the summary counts
+
+
+COMMANDS = {
+    "mir": Command(MirArguments, build_mir_sets),
+    "imagenet-think": Command(ImagenetThinkArguments, build_imagenet_think_set, "traces"),
+    "synthetic": Command(SyntheticArguments, build_synthetic_sets, "source-image draws"),
+    "difficulty": Command(DifficultyArguments, build_difficulty_set),
+}
+
+
+def overview() -> str:
+    lines = [f"usage: {PROG} COMMAND [ARGUMENTS] --out DIR", "", __doc__.split("\n\n")[1], "", "commands:"]
+    lines += [f"  {name:16s}{command.arguments.__doc__}" for name, command in COMMANDS.items()]
+    return "\n".join([*lines, "", f"`{PROG} COMMAND --help` lists a command's flags."]) + "\n"
+
+
+def parse_command(argv: list[str]) -> tuple[str, BuildArguments]:
+    """The command's name and its checked arguments."""
+    from lookcloser.recipes import parse_flags
+
+    if argv and argv[0] in ("-h", "--help"):
+        print(overview(), end="")
+        raise SystemExit(0)
+    if not argv or argv[0] not in COMMANDS:
+        given = f"unknown command {argv[0]!r}{did_you_mean(argv[0], COMMANDS)}" if argv else "give a command"
+        raise RecipeError(f"{given} (commands: {', '.join(COMMANDS)}; `{PROG} --help`)")
+    command = COMMANDS[argv[0]]
+    return argv[0], parse_flags(command.arguments, argv[1:], prog=f"{PROG} {argv[0]}",
+                                description=command.arguments.__doc__)
+
+
+def build(name: str, args: BuildArguments) -> BuildReport:
+    command = COMMANDS[name]
+    report = BuildReport(on_error=args.on_error, rejects_path=args.rejects_path if args.on_error == "skip" else None)
     try:
-        if args.command == "mir":
-            from lookcloser.data_builders.mir import build_mir
-
-            outs = build_mir(args.path, args.out, report, images_root=args.images_root, stages=args.stages,
-                             faithful_upstream=args.faithful_upstream, fmt=args.format,
-                             check_images=not args.no_check_images, max_pixels=args.max_pixels, progress=progress)
-            where = ", ".join(f"stage {k}: {v}" for k, v in outs.items())
-        elif args.command == "imagenet-think":
-            from lookcloser.data_builders.imagenet_think import build_imagenet_think
-
-            column_map = json.loads(args.column_map) if args.column_map else None
-            build_imagenet_think(args.paths, args.out, report, fmt=args.format, generators=args.generators,
-                                 column_map=column_map, template=args.template,
-                                 check_images=not args.no_check_images, max_pixels=args.max_pixels,
-                                 batch_rows=args.batch_rows, progress=progress)
-            where = str(args.out)
-        elif args.command == "synthetic":
-            from lookcloser.agent.oracle import (
-                build_synthetic,  # runs the agent's tools: this command is an entry point
-            )
-            from lookcloser.data_builders.synthetic import TASKS
-
-            cfg = SyntheticConfig(seed=args.seed, tasks=tuple(args.tasks or TASKS),
-                                  jigsaw_sizes=tuple(args.jigsaw_sizes), base_size=args.base_size,
-                                  canvas_size=args.canvas_size, search_grid=args.search_grid,
-                                  model_pixels=args.model_pixels)
-            outs = build_synthetic(args.image_dir, args.out, args.count, cfg, fmt=args.format, report=report,
-                                   max_pixels=args.max_pixels, progress=progress, environment=args.environment)
-            where = ", ".join(f"{k}: {v}" for k, v in outs.items())
-        else:
-            from lookcloser.data_builders.difficulty import build_difficulty
-
-            sample = None
-            if args.model is not None and args.predictions is None:
-                import functools
-
-                from lookcloser.agent.sampling import sample_predictions  # the model runs in the agent loop
-
-                sample = functools.partial(sample_predictions, model_name_or_path=args.model, k=args.samples,
-                                           max_new_tokens=args.max_new_tokens, progress=progress)
-            outs = build_difficulty(args.path, args.out, report, predictions=args.predictions, sample=sample,
-                                    images_root=args.images_root, cfg=_difficulty_config(args),
-                                    fmt=args.format, progress=progress)
-            where = f"{outs['dataset']} (levels: {outs['levels']})"
+        where = command.build(args, report)
+    except KeyboardInterrupt:
+        report.close()
+        if report.rejects_path is not None and report.n_rejected:  # cut short like the data set: not kept
+            report.rejects_path.unlink(missing_ok=True)
+        raise Interrupted(f"no data set was written to {args.out}") from None
     finally:
         report.close()
-    unit = {"imagenet-think": "traces", "synthetic": "source-image draws"}.get(args.command, "records")
-    print(report.summary(unit))
+    print(report.summary(command.unit))
     print(f"wrote {where}")
     return report
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["heldout"]:  # held-out benchmark folders: a command of its own (data_builders.heldout)
         from lookcloser.data_builders.heldout import main as heldout_main
 
         return heldout_main(argv[1:])
-    try:
-        run(build_parser().parse_args(argv))
-    except (RecordError, RecipeError) as err:  # a bad record or a bad command line: one line, exit 2
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    return 0
+    return run(build, lambda: parse_command(argv), prog=PROG, argv=argv)
 
 
 if __name__ == "__main__":

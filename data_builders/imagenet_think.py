@@ -41,7 +41,7 @@ def detect_pairs(columns: list[str], column_map: dict | None = None) -> dict[str
     >>> detect_pairs(["image", "text"])
     Traceback (most recent call last):
     ...
-    lookcloser.data_builders.records.RecordError: <parquet>: record None: no numbered think/answer column pairs (like think_1 + answer_1) among the columns found: ['image', 'text']; pass a column map
+    lookcloser.errors.RecordError: <parquet>: no numbered think/answer column pairs (like think_1 + answer_1) among the columns found: ['image', 'text']; pass a column map
     """
     if column_map:
         pairs = {str(k): (v["think"], v["answer"]) for k, v in column_map.items()}

@@ -14,35 +14,13 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from lookcloser.errors import RecordError, record_id  # moved to the base layer; importable here too
+
 # Matches MIR's interleaved placeholders: "<image>" and the numbered "<image1>" form.
 IMAGE_PLACEHOLDER = re.compile(r"<image\d*>")
 MIR_REQUIRED_FIELDS = ("question", "options", "images", "summary", "caption", "text2img", "img2img", "conclusion")
 # Far above any benchmark image (TIR-Bench's largest is 6944x9280 = 64 Mpx), far below a bomb.
 DEFAULT_MAX_PIXELS = 100_000_000
-
-
-class RecordError(ValueError):
-    """A bad record: says which file, which record and which field, and why."""
-
-    def __init__(self, source: str | Path, record_id: object, field: str | None, reason: str):
-        self.source, self.record_id, self.field, self.reason = str(source), record_id, field, reason
-        where = f"{self.source}: record {record_id!r}"
-        if field:
-            where += f", field {field!r}"
-        super().__init__(f"{where}: {reason}")
-
-
-def record_id(record: object, index: int) -> object:
-    """The id a message names a record by: its own id field, else its position in the file.
-
-    >>> record_id({"id": "mir_7"}, 3), record_id({"question": "?"}, 3)
-    ('mir_7', '#3')
-    """
-    if isinstance(record, dict):
-        for key in ("id", "query_id", "question_id", "uid"):
-            if record.get(key) not in (None, ""):
-                return record[key]
-    return f"#{index}"
 
 
 def read_json_records(path: str | Path) -> list[dict]:
@@ -85,7 +63,7 @@ def validate_mir_record(record: object, source: str | Path, index: int) -> dict:
     ...     "conclusion": "A"}, "mir.json", 0)
     Traceback (most recent call last):
     ...
-    lookcloser.data_builders.records.RecordError: mir.json: record 'x', field 'images': the question has 2 <image> placeholders but 'images' lists 1 images
+    lookcloser.errors.RecordError: mir.json: record 'x', field 'images': the question has 2 <image> placeholders but 'images' lists 1 images
     """
     rid = record_id(record, index)
     if not isinstance(record, dict):
@@ -129,7 +107,7 @@ def resolve_image_path(root: str | Path, relative: str, *, source: str | Path = 
     >>> resolve_image_path("/data", "../etc/passwd", source="x.json", rid=1)
     Traceback (most recent call last):
     ...
-    lookcloser.data_builders.records.RecordError: x.json: record 1, field 'images': image path '../etc/passwd' leaves the data root /data
+    lookcloser.errors.RecordError: x.json: record 1, field 'images': image path '../etc/passwd' leaves the data root /data
     """
     root_path = Path(root).resolve()
     candidate = (root_path / relative).resolve()

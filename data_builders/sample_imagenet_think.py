@@ -21,7 +21,9 @@ from __future__ import annotations
 import io
 import random
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from PIL import Image, ImageDraw
 
@@ -115,23 +117,37 @@ def generate_sample(out_dir: str | Path, rows: int = 400, seed: int = 0, shards:
     return folder
 
 
-def main(argv: list[str] | None = None) -> int:
-    from lookcloser.recipes import FlagParser, RecipeError
+@dataclass
+class SampleArguments:
+    """Where the sample goes and how big it is."""
 
-    parser = FlagParser(prog="python -m data_builders.sample_imagenet_think", description=__doc__.splitlines()[0])
-    parser.add_argument("out_dir")
-    parser.add_argument("--rows", type=int, default=400)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--shards", type=int, default=2)
-    try:
-        args = parser.parse_args(argv)
-        if args.rows < 1 or not 1 <= args.shards <= args.rows:
-            raise RecipeError(f"--rows must be >= 1 and --shards between 1 and --rows (got {args.rows}, {args.shards})")
-    except RecipeError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    print(generate_sample(args.out_dir, args.rows, args.seed, args.shards))
-    return 0
+    POSITIONAL: ClassVar = ("out_dir",)
+    out_dir: str | None = field(default=None, metadata={"help": "folder for data/train-*.parquet"})
+    rows: int = field(default=400, metadata={"help": "pictures, two traces each"})
+    seed: int = 0
+    shards: int = 2
+
+    def __post_init__(self) -> None:
+        from lookcloser.checks import check_output_folder, check_range
+        from lookcloser.errors import RecipeError
+
+        if not self.out_dir:
+            raise RecipeError("give the output folder (first argument, or --out_dir)")
+        check_output_folder("out_dir", self.out_dir)
+        check_range("rows", self.rows, 1)
+        check_range("shards", self.shards, 1, self.rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from lookcloser.cli import run
+    from lookcloser.recipes import parse_flags
+
+    def write(args: SampleArguments) -> None:
+        print(generate_sample(args.out_dir, args.rows, args.seed, args.shards))
+
+    prog = "python -m data_builders.sample_imagenet_think"
+    return run(write, lambda: (parse_flags(SampleArguments, argv, prog=prog, description=__doc__.splitlines()[0]),),
+               prog=prog, argv=argv)
 
 
 if __name__ == "__main__":

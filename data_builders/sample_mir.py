@@ -16,7 +16,9 @@ import hashlib
 import json
 import random
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from PIL import Image, ImageDraw
 
@@ -194,20 +196,35 @@ def generate_sample(out_dir: str | Path, per_family: int = 16, seed: int = 0, av
     return path
 
 
-def main(argv: list[str] | None = None) -> int:
-    from lookcloser.recipes import FlagParser, RecipeError
+@dataclass
+class SampleArguments:
+    """Where the sample goes and how big it is."""
 
-    parser = FlagParser(prog="python -m data_builders.sample_mir", description=__doc__.splitlines()[0])
-    parser.add_argument("out_dir")
-    parser.add_argument("--per_family", type=int, default=16)
-    parser.add_argument("--seed", type=int, default=0)
-    try:
-        args = parser.parse_args(argv)
-    except RecipeError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    print(generate_sample(args.out_dir, args.per_family, args.seed))
-    return 0
+    POSITIONAL: ClassVar = ("out_dir",)
+    out_dir: str | None = field(default=None, metadata={"help": "folder for all_data_rel.json and its images"})
+    per_family: int = 16
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        from lookcloser.checks import check_output_folder, check_range
+        from lookcloser.errors import RecipeError
+
+        if not self.out_dir:
+            raise RecipeError("give the output folder (first argument, or --out_dir)")
+        check_output_folder("out_dir", self.out_dir)
+        check_range("per_family", self.per_family, 1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from lookcloser.cli import run
+    from lookcloser.recipes import parse_flags
+
+    def write(args: SampleArguments) -> None:
+        print(generate_sample(args.out_dir, args.per_family, args.seed))
+
+    prog = "python -m data_builders.sample_mir"
+    return run(write, lambda: (parse_flags(SampleArguments, argv, prog=prog, description=__doc__.splitlines()[0]),),
+               prog=prog, argv=argv)
 
 
 if __name__ == "__main__":

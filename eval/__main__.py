@@ -25,24 +25,13 @@ model (its weights) and the answer-shaping settings are unchanged; --resume fals
 
 
 def _prepare(argv: list[str]) -> None:
-    from lookcloser.eval.loaders import BENCHMARKS
-    from lookcloser.eval.prepare import SOURCES, parse_sources, prepare
-    from lookcloser.recipes import FlagParser
+    from lookcloser.eval.config import PrepareArguments, benchmark_names
+    from lookcloser.eval.prepare import parse_sources, prepare
+    from lookcloser.recipes import parse_flags
 
-    parser = FlagParser(prog="python -m eval prepare", description="Download the official files.")
-    parser.add_argument("--benchmarks", default=",".join(BENCHMARKS))
-    parser.add_argument("--data_root", required=True)
-    parser.add_argument("--source", action="append", default=[],
-                        help="NAME=hf:OWNER/REPO or NAME=git:URL; defaults: "
-                             + ", ".join(f"{k}={v}" for k, v in SOURCES.items()))
-    args = parser.parse_args(argv)
-    names = [b.strip() for b in args.benchmarks.split(",") if b.strip()]
-    unknown = [n for n in names if n not in BENCHMARKS]
-    if unknown:
-        from lookcloser.eval.config import EvalError
-
-        raise EvalError(f"--benchmarks: unknown benchmark {unknown[0]!r} (choose from {', '.join(BENCHMARKS)})")
-    for name, path in prepare(names, args.data_root, parse_sources(args.source)).items():
+    args = parse_flags(PrepareArguments, argv, prog="python -m eval prepare", description=PrepareArguments.__doc__)
+    sources = parse_sources(args.source)  # checked, like every value, before the first download
+    for name, path in prepare(benchmark_names(args.benchmarks), args.data_root, sources).items():
         print(f"{name}: {path}")
 
 
@@ -59,15 +48,22 @@ def main(argv: list[str] | None = None) -> dict | None:
         return None
     if argv and argv[0] == "run":
         argv = argv[1:]
-    from lookcloser.eval.config import EvalConfig
+    from lookcloser.eval.config import EvalConfig, check_paths
     from lookcloser.eval.pipeline import apply_checkpoint_prompting, evaluate, prompting_line
-    from lookcloser.recipes import given_fields, parse_recipe
+    from lookcloser.recipes import CommandLine, parse_recipe
 
-    (cfg,) = parse_recipe((EvalConfig,), argv, prog="python -m eval", description=HELP)
-    sources, per_benchmark = apply_checkpoint_prompting(cfg, given_fields(argv))
+    if {"-h", "--help", "--help-all"} & set(argv):  # prints the help and exits
+        parse_recipe((EvalConfig,), argv, prog="python -m eval", description=HELP)
+    line = CommandLine.read(argv)
+    (cfg,) = parse_recipe((EvalConfig,), line, prog="python -m eval")
+    check_paths(cfg)
+    sources, per_benchmark = apply_checkpoint_prompting(cfg, line.given_fields)
     if prompting_line(sources, per_benchmark):
         print(f"Prompting: {prompting_line(sources, per_benchmark)}")
-    metrics = evaluate(cfg, prompting_sources=sources, per_benchmark=per_benchmark)
+    try:
+        metrics = evaluate(cfg, prompting_sources=sources, per_benchmark=per_benchmark)
+    except KeyboardInterrupt:
+        raise kept_predictions(cfg) from None
     for name, m in metrics["benchmarks"].items():
         print(f"{name:20s} {m['primary']:10s} {100 * m['overall'][m['primary']]:6.1f}%  "
               f"({m['n']} items, {m['n_failed']} failed)")
@@ -75,15 +71,27 @@ def main(argv: list[str] | None = None) -> dict | None:
     return metrics
 
 
-def cli() -> None:
-    """Bad data, recipe, flag, model path or endpoint: one ``error:`` line and exit 2, no traceback."""
-    from lookcloser.eval.config import EvalError
-    from lookcloser.train.entry import fail, user_error_classes
+def kept_predictions(cfg):
+    """Ctrl-C: what a rerun of the same command keeps (each finished episode was appended whole)."""
+    from pathlib import Path
 
-    try:
-        main()
-    except user_error_classes((EvalError,)) as err:
-        fail(err)
+    from lookcloser.cli import Interrupted
+    from lookcloser.eval.runner import PredictionStore
+
+    done = {path.parent.name: len(PredictionStore(path).load()) for path in Path(cfg.out).glob("*/predictions.jsonl")}
+    if not any(done.values()):
+        return Interrupted(f"no episode had finished ({cfg.out} holds no prediction)")
+    counts = ", ".join(f"{n} {name}" for name, n in done.items() if n)
+    return Interrupted(f"kept the finished episodes in {cfg.out} ({counts}); a rerun skips them",
+                       [] if cfg.resume else ["--resume", "true"])
+
+
+def cli() -> None:
+    """Bad data, recipe, flag, model path or endpoint: one ``error:`` line and exit 2, no traceback;
+    Ctrl-C: one ``interrupted:`` line and exit 130."""
+    from lookcloser.cli import run
+
+    sys.exit(run(main, prog="python -m eval"))
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 logger = logging.getLogger(__name__)
 
@@ -116,20 +117,35 @@ def write_comparison(table: dict, out: str | Path, title: str = "Held-out compar
     return paths
 
 
-def compare_main(argv: list[str]) -> None:
-    from lookcloser.eval.config import EvalError
-    from lookcloser.recipes import FlagParser
+@dataclass
+class CompareArguments:
+    """Checkpoints side by side: python -m eval output folders -> comparison.md, .json, .png."""
 
-    parser = FlagParser(prog="python -m eval compare", description=__doc__.splitlines()[0])
-    parser.add_argument("runs", nargs="+", help="python -m eval output folders, each optionally =LABEL")
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--title", default="Held-out comparison")
-    args = parser.parse_args(argv)
+    POSITIONAL: ClassVar = ("runs",)
+    runs: list[str] = field(default_factory=list, metadata={
+        "help": "python -m eval output folders, each optionally FOLDER=LABEL"})
+    out: str = field(default="outputs/comparison", metadata={"help": "folder for the comparison"})
+    title: str = "Held-out comparison"
+
+    def __post_init__(self) -> None:
+        from lookcloser.checks import check_output_folder
+        from lookcloser.eval.config import EvalError
+
+        if not self.runs:
+            raise EvalError("give one or more python -m eval output folders")
+        check_output_folder("out", self.out)
+        for run in self.runs:
+            if not (Path(run.split("=", 1)[0]) / "metrics.json").is_file():
+                raise EvalError(f"{Path(run.split('=', 1)[0]) / 'metrics.json'}: not found (give `python -m eval` "
+                                "output folders)")
+
+
+def compare_main(argv: list[str]) -> None:
+    from lookcloser.recipes import parse_flags
+
+    args = parse_flags(CompareArguments, argv, prog="python -m eval compare", description=CompareArguments.__doc__)
     runs = [(run.split("=", 1)[1] if "=" in run else Path(run).name, Path(run.split("=", 1)[0])) for run in args.runs]
-    try:
-        table = collect(runs)
-    except FileNotFoundError as err:
-        raise EvalError(str(err)) from err
+    table = collect(runs)
     paths = write_comparison(table, args.out, args.title)
     print(markdown(table, args.title))
     print(f"Comparison: {paths['md']} (+ {paths['json'].name}, {paths['png'].name})")
@@ -209,13 +225,22 @@ def main(args: CompareStageArguments) -> str:
     return str(out)
 
 
-def parse_args(argv: list[str] | None = None):
+def parse_args(argv=None, planned=()):
+    """The stage's arguments, checked (the curriculum checks every stage this way before stage 1)."""
+    from lookcloser.errors import RecipeError
     from lookcloser.recipes import parse_recipe
 
-    return parse_recipe((CompareStageArguments,), argv)
+    (args,) = parse_recipe((CompareStageArguments,), argv, description=__doc__)
+    try:
+        check_stage_args(args)
+    except ValueError as err:
+        raise RecipeError(str(err)) from None
+    return (args,)
 
 
 if __name__ == "__main__":
-    from lookcloser.train.entry import run
+    import sys
 
-    run(main, parse_args)
+    from lookcloser.cli import run
+
+    sys.exit(run(main, parse_args))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from lookcloser.checks import check_names, check_output_folder, check_range, did_you_mean
 from lookcloser.eval.loaders import BENCHMARKS, EvalError
 
 # Turn budgets per benchmark when ``max_turns`` is not set (DISBench's agent: up to 30, docs/formats.md §4).
@@ -83,17 +84,74 @@ class EvalConfig:
                                                             "(images, question, prediction, gold, score); all "
                                                             "items are in {benchmark}/scores.jsonl."})
 
+    def __post_init__(self) -> None:
+        """Every value checked as the config is made (paths: ``check_paths``)."""
+        from lookcloser.agent.environments import ENVIRONMENTS
+
+        self.benchmark_list()
+        for name, low in (("limit", 1), ("concurrency", 1), ("request_retries", 0), ("retry_backoff", 0),
+                          ("batch_size", 1), ("max_turns", 1), ("max_new_tokens_per_turn", 1), ("max_images", 1),
+                          ("temperature", 0)):
+            check_range(name, getattr(self, name), low)
+        check_range("request_timeout", self.request_timeout, 0, above=True)
+        check_range("mir_prompt_stage", self.mir_prompt_stage, 0, 3)
+        check_names("dtype", [self.dtype], ("auto", "float32", "bfloat16", "float16"))
+        if self.environment is not None:
+            check_names("environment", [self.environment], list(ENVIRONMENTS))
+
     def benchmark_list(self) -> list[str]:
         """The requested benchmarks, checked.
 
         >>> EvalConfig(benchmarks="mir, disbench").benchmark_list()
         ['mir', 'disbench']
         """
-        names = [b.strip() for b in self.benchmarks.split(",") if b.strip()]
-        unknown = [b for b in names if b not in BENCHMARKS]
-        if unknown or not names:
-            raise EvalError(f"unknown benchmark(s) {unknown or names}: choose from {', '.join(BENCHMARKS)}")
-        return names
+        return benchmark_names(self.benchmarks)
 
     def turns(self, benchmark: str) -> int:
         return self.max_turns or DEFAULT_MAX_TURNS[benchmark]
+
+
+def benchmark_names(text: str) -> list[str]:
+    """A ``--benchmarks`` value as names, each checked.
+
+    >>> benchmark_names("mir,tir-bench")
+    Traceback (most recent call last):
+    ...
+    lookcloser.eval.loaders.EvalError: --benchmarks: unknown benchmark 'tir-bench'; did you mean tir_bench? (choose from tir_bench, mir, disbench, imagemining)
+    """
+    names = [b.strip() for b in text.split(",") if b.strip()]
+    for name in names or [text]:
+        if name not in BENCHMARKS:
+            raise EvalError(f"--benchmarks: unknown benchmark {name!r}{did_you_mean(name, BENCHMARKS)} "
+                            f"(choose from {', '.join(BENCHMARKS)})")
+    return names
+
+
+def check_paths(cfg: EvalConfig) -> None:
+    """The paths a config names exist (a model folder, the data, the corpus), before any work."""
+    from lookcloser.checks import check_model_name, check_path
+
+    if not cfg.model:
+        raise EvalError("set --model (a checkpoint folder, hub id, or endpoint URL)")
+    if not cfg.model.startswith(("http://", "https://")):
+        check_model_name(cfg.model, what="--model")
+    check_path("data_root", cfg.data_root, "folder")
+    check_path("search_corpus", cfg.search_corpus, "file")
+    check_output_folder("out", cfg.out)
+    check_output_folder("photo_index_dir", cfg.photo_index_dir)
+
+
+@dataclass
+class PrepareArguments:
+    """Download the benchmarks' official files (``python -m eval prepare``)."""
+
+    data_root: str = field(metadata={"help": "Each benchmark goes to DATA_ROOT/NAME."})
+    benchmarks: str = field(default=",".join(BENCHMARKS), metadata={"help": "Comma-separated: "
+                                                                             + ", ".join(BENCHMARKS)})
+    source: list[str] = field(default_factory=list, metadata={
+        "action": "extend", "help": "NAME=hf:OWNER/REPO or NAME=git:URL (repeatable; eval/prepare.py SOURCES: the "
+                                    "defaults)"})
+
+    def __post_init__(self) -> None:
+        benchmark_names(self.benchmarks)
+        check_output_folder("data_root", self.data_root)

@@ -12,7 +12,7 @@ import dataclasses
 import hashlib
 from pathlib import Path
 
-from lookcloser.agent.checkpoint_digest import checkpoint_digest
+from lookcloser.checkpoint_digest import checkpoint_digest
 
 # Settings that change what the model answers (not how fast, where to, or how it is scored).
 ANSWER_SETTINGS = ("data_root", "tools", "max_turns", "max_new_tokens_per_turn", "max_images", "temperature",

@@ -27,6 +27,7 @@ from lookcloser.data_builders.records import (
     record_id,
     resolve_image_path,
 )
+from lookcloser.errors import UserError
 
 BENCHMARKS = ("tir_bench", "mir", "disbench", "imagemining")
 # Main data file of each layout: how a folder is recognised as that benchmark.
@@ -48,7 +49,7 @@ DISBENCH_INSTRUCTION = (
 )
 
 
-class EvalError(ValueError):
+class EvalError(UserError):
     """A bad setting or output folder: the CLI reports it as one line."""
 
 
@@ -109,7 +110,7 @@ def find_benchmark_dir(name: str, data_root: str | Path) -> Path:
     >>> find_benchmark_dir("mir", "/nonexistent")
     Traceback (most recent call last):
     ...
-    lookcloser.data_builders.records.RecordError: /nonexistent: record None, field 'mir': no all_data_rel.json in /nonexistent or its subfolders mir/, MIR/
+    lookcloser.errors.RecordError: /nonexistent, field 'mir': no all_data_rel.json in /nonexistent or its subfolders mir/, MIR/
     """
     root = Path(data_root)
     subs = [root / sub for sub in FOLDER_NAMES[name]]

@@ -110,7 +110,7 @@ def gray_out_images(items: dict[str, list], folder: Path) -> None:
 def checkpoint_info(model: str) -> dict | None:
     """A local checkpoint's digest and what its training recorded (base model, W&B run); None for hub
     ids, the reserved tiny name and endpoints."""
-    from lookcloser.agent.checkpoint_digest import checkpoint_digest
+    from lookcloser.checkpoint_digest import checkpoint_digest
     from lookcloser.train.run_records import read_run_record
 
     path = Path(model).expanduser()

@@ -48,7 +48,7 @@ def test_two_stages_chain_and_rerun_skips(tmp_path, capsys):
     assert stage1["model_name_or_path"] == "lookcloser/tiny-qwen3-vl"
     assert _weights(run / "mir_stage1") != _weights(run / "mir_stage2")  # stage 2 trained on top of stage 1
     first = {name: _weights(run / name) for name in ("mir_stage1", "mir_stage2")}
-    capsys.readouterr()
+    assert capsys.readouterr().out.splitlines()[-1] == f"[curriculum] done: final checkpoint {run.resolve() / 'mir_stage2'}"
 
     # Rerun: both finished, nothing trains.
     assert main([str(recipe)]) == 0
@@ -87,17 +87,42 @@ def test_missing_stage_data_fails_before_training(tmp_path, capsys):
     recipe = _recipe(tmp_path, stages=[{"name": "think", "dataset_path": str(tmp_path / "nope")},
                                        {"name": "mir_stage1", "mir_stage": 1}])
     assert main([str(recipe)]) == 2
-    assert f"stage 'think': dataset_path {tmp_path / 'nope'} not found" in capsys.readouterr().err
+    assert f"stage 'think' (train/sft.py): dataset_path: {tmp_path / 'nope'} not found" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
 
 
-def test_default_recipe_plans_the_paper_curriculum():
+def test_default_recipe_plans_the_whole_pipeline():
     stages = plan(REPO / "recipes" / "mir_curriculum.yaml")
-    names = ["imagenet_think", "mir_stage1", "mir_stage2", "mir_stage3", "mir_stage4", "grpo"]
+    names = ["imagenet_think_data", "imagenet_think", "mir_stage1", "mir_stage2", "mir_stage3", "mir_stage4",
+             "tool_data", "look", "sft", "grpo", "eval"]
     assert [s.name for s in stages] == names
-    assert [s.config.get("mir_stage") for s in stages[1:5]] == [1, 2, 3, 4]
-    # GRPO closes the curriculum from stage 4's checkpoint, with its own recipe (no SFT defaults).
-    grpo = stages[-1]
-    assert grpo.script == "train/grpo.py" and grpo.config["model_name_or_path"] == str(stages[4].output_dir)
-    # recipes/grpo_synthetic.yaml trains with the crop tool
+    by = {s.name: s for s in stages}
+    assert [by[f"mir_stage{k}"].config.get("mir_stage") for k in (1, 2, 3, 4)] == [1, 2, 3, 4]
+    assert by["imagenet_think"].config["dataset_path"].startswith(str(by["imagenet_think_data"].output_dir))
+    # the tool stages chain from stage 4's checkpoint; the data and eval stages are outside the chain
+    assert by["look"].config["model_name_or_path"] == str(by["mir_stage4"].output_dir)
+    assert not by["tool_data"].makes_model and not by["eval"].makes_model
+    grpo = by["grpo"]  # GRPO on the tool curriculum's shared base recipe, with the crop tool, no SFT defaults
+    assert grpo.script == "train/grpo.py" and grpo.config["model_name_or_path"] == str(by["sft"].output_dir)
     assert "faithful_upstream" not in grpo.config and grpo.config["environment"] == "crop"
+    assert by["eval"].config["stages"] == names[1:6] + ["look", "sft", "grpo"]
+
+
+def test_set_overrides_a_stage_or_the_defaults_and_is_checked_like_the_recipe(tmp_path, capsys):
+    recipe = _recipe(tmp_path)
+    stages = plan(recipe, overrides=("mir_stage2.learning_rate=5.0e-4", "max_steps=3", "mir_stage1.dataset_path=x"))
+    assert [s.config["max_steps"] for s in stages] == [3, 3]  # the defaults: every stage
+    assert [s.config["learning_rate"] for s in stages] == [1.0e-3, 5.0e-4]  # one stage
+    assert stages[0].config["dataset_path"] == "x" and stages[1].config["dataset_path"] != "x"
+
+    for override, message in (
+            ("mir_stag2.mir_stage=3", "--set mir_stag2.mir_stage=3: no stage named 'mir_stag2'; did you mean mir_stage2?"),
+            ("mir_stage2.mir_stage=7", "stage 'mir_stage2' (train/sft.py): mir_stage must be between 0 and 4, got 7"),
+            ("mir_stage1.learnin_rate=1", f"{recipe}: unknown recipe key(s) 'learnin_rate': no config field"),
+            ("learning_rate=-1", "stage 'mir_stage1' (train/sft.py): learning_rate must be >= 0, got -1"),
+            ("mir_stage1", "--set mir_stage1: write STAGE.KEY=VALUE or KEY=VALUE")):
+        for dry_run in ([], ["--dry_run"]):  # the dry run runs exactly the checks a run runs first
+            assert main([str(recipe), "--set", override, *dry_run]) == 2
+            err = capsys.readouterr().err.splitlines()
+            assert len(err) == 1 and err[0].startswith("error: ") and message in err[0], err
+    assert not (tmp_path / "run").exists()  # nothing written

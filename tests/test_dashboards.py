@@ -37,7 +37,7 @@ def _finish_wandb():
 
 def test_sft_logs_config_and_held_out_samples_then_eval_logs_predictions_and_the_training_run(
         tiny_model_dir, tmp_path):
-    from lookcloser.agent.checkpoint_digest import checkpoint_digest
+    from lookcloser.checkpoint_digest import checkpoint_digest
     from lookcloser.data_builders.sample_mir import generate_sample
     from lookcloser.eval.__main__ import main as eval_main
     from lookcloser.train.curves import CHART_FILE

@@ -1,7 +1,7 @@
 """The packages' imports point one way and form no cycle (parsed with ``ast``, nothing imported).
 
-Layers, bottom to top (docs/architecture.md): basics (``lookcloser/*.py``: recipe parsing, the TRL
-fence) -> rewards -> data_builders -> agent -> train -> eval. A module may import its own layer
+Layers, bottom to top (docs/architecture.md): basics (``lookcloser/*.py``: parsing, errors, checks, the
+commands' error path, the TRL fence) -> rewards -> data_builders -> agent -> train -> eval. A module may import its own layer
 and the layers below. The command-line entry modules sit above every layer: they wire the layers
 together (``python -m data_builders synthetic`` runs the agent's tools), and nothing imports them.
 Imports inside functions count too.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from lookcloser.train.curriculum import check_inputs, plan
+from lookcloser.train.curriculum import check_stages, plan
 
 
 def test_tool_curriculum_plan_and_model_override(tmp_path):
@@ -15,7 +15,7 @@ def test_tool_curriculum_plan_and_model_override(tmp_path):
     assert sft.config["model_name_or_path"] == str(look.output_dir)  # the cold start starts from the look stage
     assert grpo.config["model_name_or_path"] == str(sft.output_dir) and grpo.config["environment"] == "crop"
     assert all(s.config["dataset_path"].startswith(str(data.output_dir)) for s in (look, sft, grpo))
-    check_inputs(stages, pending={s.name for s in stages})  # the pending data stage writes their data
+    check_stages(stages)  # every stage's settings: the data stage writes their data, look/sft their models
 
     other = plan("recipes/tool_curriculum.yaml", model="/models/qwen3-vl-2b")
     assert other[0].config["model_name_or_path"] == other[1].config["model_name_or_path"] == "/models/qwen3-vl-2b"

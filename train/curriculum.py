@@ -16,7 +16,14 @@ from (its recipe, a digest of its starting checkpoint and of its data). A rerun 
 while all three are unchanged; otherwise it trains again, and so does every stage after it (a
 stage added before finished ones, e.g. one left out with ``--skip`` before, retrains the rest).
 A stage that stopped half-way resumes from its last ``checkpoint-*`` when its inputs are the
-same. ``--dry_run`` prints what would train and why, and checks every pending stage's data.
+same. Before any stage starts, every stage's full recipe goes through its script's own parser
+and checks (values, data, model folders; a path an earlier stage writes counts as there), so
+a mistake in stage 5 stops the run before stage 1 trains; ``--dry_run`` prints what would train
+and why, runs exactly these checks, and stops. ``--set STAGE.KEY=VALUE`` overrides one stage's
+recipe key, ``--set KEY=VALUE`` the recipe's ``defaults`` (VALUE is read as YAML, as in the
+recipe; checked like the recipe). The run ends with a line naming the final checkpoint (and
+each stage's report, where one writes one). Ctrl-C keeps the finished stages and the
+interrupted stage's whole checkpoints; the same command resumes.
 ``launcher`` runs each stage as a subprocess (``"accelerate launch --config_file ..."``) instead
 of in this process, for setups (DeepSpeed ZeRO-3) that should start fresh per stage; in-process
 stages get the thread setting ``accelerate launch`` gives (OMP_NUM_THREADS, default 1).
@@ -31,21 +38,49 @@ import shlex
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import yaml
 
-from lookcloser.recipes import RecipeError, load_recipe_mapping
+from lookcloser.checks import did_you_mean
+from lookcloser.cli import Interrupted
+from lookcloser.recipes import Recipe, RecipeError, load_recipe_mapping
 
 DEFAULT_SCRIPT = "train/sft.py"
 MARKER = "curriculum_done.json"
 STAGE_KEYS = ("name", "script", "recipe", "use_defaults", "makes_model")  # curriculum bookkeeping, not passed on
 TOP_KEYS = ("output_dir", "defaults", "stages", "launcher")
+REPORT_FILES = ("report.md",)  # a stage that writes one (an eval stage) is named in the closing line
 
 
 class CurriculumError(RecipeError):
     pass
+
+
+@dataclass
+class CurriculumArguments:
+    """Train a curriculum's stages in order (train/curriculum.py)."""
+
+    POSITIONAL: ClassVar = ("recipe",)
+    recipe: str | None = field(default=None, metadata={"help": "the curriculum recipe (YAML)"})
+    skip: list[str] = field(default_factory=list, metadata={
+        "action": "extend", "help": "leave stages out (repeatable: --skip a --skip b, or --skip a b)"})
+    model: str | None = field(default=None, metadata={
+        "help": "replace the recipe's model_name_or_path (the first stage's model; chained after)"})
+    set: list[str] = field(default_factory=list, metadata={
+        "action": "extend", "help": "STAGE.KEY=VALUE (one stage's recipe key) or KEY=VALUE (the recipe's defaults); "
+                                    "VALUE is YAML, as in the recipe; repeatable"})
+    dry_run: bool = field(default=False, metadata={
+        "help": "print which stages would train and why, check every stage's settings and data, and stop"})
+
+    def __post_init__(self) -> None:
+        if not self.recipe:
+            raise RecipeError("give the curriculum recipe (first argument)")
+        for item in self.set:
+            if "=" not in item or not item.split("=", 1)[0].strip():
+                raise RecipeError(f"--set {item}: write STAGE.KEY=VALUE or KEY=VALUE")
 
 
 @dataclass
@@ -65,19 +100,51 @@ class Stage:
         return self.marker.is_file()
 
 
-def _load_yaml(path: Path, what: str) -> dict:
-    return load_recipe_mapping(path, what)
+def with_overrides(recipe: dict, overrides: tuple[str, ...] | list[str]) -> dict:
+    """The recipe with ``--set`` values: ``STAGE.KEY=VALUE`` in that stage, ``KEY=VALUE`` in ``defaults``.
+
+    >>> r = with_overrides({"defaults": {"lr": 1}, "stages": [{"name": "a"}]}, ["a.mir_stage=2", "lr=1e-3"])
+    >>> r["stages"][0]["mir_stage"], r["defaults"]["lr"]
+    (2, '1e-3')
+    """
+    recipe = {**recipe, "defaults": dict(recipe.get("defaults") or {}),
+              "stages": [dict(s) if isinstance(s, dict) else s for s in recipe.get("stages") or []]}
+    by_name = {s.get("name"): s for s in recipe["stages"] if isinstance(s, dict)}
+    for item in overrides:
+        target, _, text = item.partition("=")
+        target = target.strip()
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError as err:
+            raise CurriculumError(f"--set {item}: VALUE is not YAML ({' '.join(str(err).split())})") from err
+        stage_name, dot, key = target.rpartition(".")
+        if not dot:
+            if not any(s.get("use_defaults", True) for s in by_name.values()):
+                raise CurriculumError(f"--set {item}: sets the recipe's defaults, which no stage takes "
+                                      "(use STAGE.KEY=VALUE)")
+            recipe["defaults"][key] = value
+            continue
+        if stage_name not in by_name:
+            raise CurriculumError(f"--set {item}: no stage named {stage_name!r}{did_you_mean(stage_name, by_name)} "
+                                  f"(stages: {', '.join(map(str, by_name))})")
+        if key == "name":
+            raise CurriculumError(f"--set {item}: a stage's name is what --set and --skip find it by; edit the recipe")
+        by_name[stage_name][key] = value
+    return recipe
 
 
-def plan(recipe_path: str | Path, skip: tuple[str, ...] = (), model: str | None = None) -> list[Stage]:
+def plan(recipe_path: str | Path, skip: tuple[str, ...] = (), model: str | None = None,
+         overrides: tuple[str, ...] = (), recipe: dict | None = None) -> list[Stage]:
     """Resolve the curriculum recipe into stages with their full recipes and chained checkpoints.
 
     Skipped stages drop out of the chain: the next stage starts from the last one kept. Stages
     with ``makes_model: false`` (data stages) neither take nor pass a checkpoint. ``model``
-    replaces the recipe's ``model_name_or_path`` wherever it is set (not chained).
+    replaces the recipe's ``model_name_or_path`` wherever it is set (not chained). ``overrides``:
+    ``--set`` values. ``recipe``: the file's mapping when already read (it is read once).
     """
     recipe_path = Path(recipe_path)
-    recipe = _load_yaml(recipe_path, "curriculum recipe")
+    recipe = load_recipe_mapping(recipe_path, "curriculum recipe") if recipe is None else recipe
+    recipe = with_overrides(recipe, overrides) if overrides else recipe
     unknown = sorted(set(recipe) - set(TOP_KEYS))
     if unknown:
         raise CurriculumError(f"{recipe_path}: unknown key(s) {unknown}; a curriculum has {list(TOP_KEYS)}")
@@ -91,12 +158,13 @@ def plan(recipe_path: str | Path, skip: tuple[str, ...] = (), model: str | None 
         raise CurriculumError(f"{recipe_path}: every stage needs a unique 'name' (got {names})")
     missing_skips = sorted(set(skip) - set(names))
     if missing_skips:
-        raise CurriculumError(f"--skip names no stage: {missing_skips}; stages are {names}")
+        raise CurriculumError(f"--skip names no stage: {missing_skips}{did_you_mean(missing_skips[0], names)} "
+                              f"(stages: {', '.join(names)})")
     stages: list[Stage] = []
     for raw in stages_raw:
         if raw["name"] in skip:
             continue
-        base = _load_yaml(Path(raw["recipe"]), f"base recipe of stage {raw['name']!r}") if raw.get("recipe") else {}
+        base = load_recipe_mapping(Path(raw["recipe"]), f"base recipe of stage {raw['name']!r}") if raw.get("recipe") else {}
         own = {k: v for k, v in raw.items() if k not in STAGE_KEYS}
         makes_model = bool(raw.get("makes_model", True))
         chained = [s for s in stages if s.makes_model]
@@ -115,19 +183,28 @@ def plan(recipe_path: str | Path, skip: tuple[str, ...] = (), model: str | None 
     return stages
 
 
-def check_inputs(stages: list[Stage], pending: set[str] | None = None) -> None:
-    """Fail before any training when a pending stage's data is missing (not after hours of stage 1)."""
-    problems = []
-    writers = [s.output_dir.resolve() for s in stages if (not s.done if pending is None else s.name in pending)]
-    for stage in stages:
-        path = stage.config.get("dataset_path")
-        to_run = not stage.done if pending is None else stage.name in pending
-        made_here = bool(path) and any(Path(path).resolve().is_relative_to(out) for out in writers)
-        if to_run and path and not made_here and not Path(path).exists():  # made_here: a data stage writes it
-            problems.append(f"stage {stage.name!r}: dataset_path {path} not found")
-    if problems:
-        raise CurriculumError("; ".join(problems) + " (build it with `python -m data_builders ...`, see docs/data.md, "
-                              "or leave the stage out with --skip NAME)")
+def check_stages(stages: list[Stage], recipe_path: str | Path = "the curriculum recipe") -> None:
+    """Every stage's full recipe through its script's parser and checks, before any stage starts.
+
+    A path that an earlier stage writes (its output folder: the chained checkpoint, a data stage's
+    sets) is not there yet and counts as there. ``recipe_path`` names where to fix a key.
+    """
+    from lookcloser.errors import UserError
+    from lookcloser.recipes import CommandLine
+
+    for k, stage in enumerate(stages):
+        try:
+            module = importlib.import_module(_module_name(stage.script))
+        except ModuleNotFoundError as err:
+            raise CurriculumError(f"stage {stage.name!r}: script {stage.script} not found (train/sft.py, train/grpo.py "
+                                  "and train/grpo_tasks.py are stage scripts)") from err
+        recipe = Recipe.of(stage.config, str(recipe_path))
+        try:
+            module.parse_args(CommandLine(recipe, ()), planned=[s.output_dir for s in stages[:k]])
+        except UserError as err:
+            hint = (" (build it with `python -m data_builders ...`, see docs/data.md, or leave the stage out with "
+                    "--skip NAME)") if str(err).startswith("dataset_path") else ""
+            raise CurriculumError(f"stage {stage.name!r} ({stage.script}): {err}{hint}") from err
 
 
 # -- what a stage was trained from: a rerun is needed when any of it changed --
@@ -136,7 +213,7 @@ def path_digest(path: str | Path | None, checkpoint: bool = False) -> str | None
     """A digest of a file, a folder (data: every file; ``checkpoint``: config + weights), or a name."""
     import hashlib
 
-    from lookcloser.agent.checkpoint_digest import checkpoint_digest, update_file_digest
+    from lookcloser.checkpoint_digest import checkpoint_digest, update_file_digest
 
     if not path:
         return None
@@ -194,8 +271,9 @@ def decide(stages: list[Stage]) -> list[tuple[Stage, bool, str]]:
 
 
 def _last_checkpoint(output_dir: Path) -> Path | None:
-    checkpoints = [p for p in output_dir.glob("checkpoint-*") if p.is_dir() and p.name.split("-")[-1].isdigit()]
-    return max(checkpoints, key=lambda p: int(p.name.split("-")[-1]), default=None)
+    from lookcloser.train.entry import last_checkpoint
+
+    return last_checkpoint(output_dir)
 
 
 def _module_name(script: str) -> str:
@@ -211,6 +289,21 @@ STARTED = "stage_started.json"
 
 
 def run_stage(stage: Stage, launcher: str | None) -> None:
+    """Train one stage; when it fails or is interrupted before a whole checkpoint, remove what this
+    left in its folder (no ``stage_started.json`` claims a start that kept nothing)."""
+    made = not stage.output_dir.exists()
+    try:
+        _run_stage(stage, launcher)
+    except BaseException:
+        if _last_checkpoint(stage.output_dir) is None and stage.output_dir.is_dir():
+            for name in (STARTED, "stage_recipe.yaml"):
+                (stage.output_dir / name).unlink(missing_ok=True)
+            if made and not any(stage.output_dir.iterdir()):
+                stage.output_dir.rmdir()
+        raise
+
+
+def _run_stage(stage: Stage, launcher: str | None) -> None:
     import shutil
 
     stage.output_dir.mkdir(parents=True, exist_ok=True)
@@ -246,18 +339,19 @@ def _barrier() -> None:
     PartialState().wait_for_everyone()
 
 
-def run(recipe_path: str | Path, skip: tuple[str, ...] = (), dry_run: bool = False,
-        model: str | None = None) -> list[Stage]:
-    recipe = _load_yaml(Path(recipe_path), "curriculum recipe")
-    stages = plan(recipe_path, skip, model)
+def run(recipe_path: str | Path, skip: tuple[str, ...] = (), dry_run: bool = False, model: str | None = None,
+        overrides: tuple[str, ...] = (), recipe: dict | None = None) -> list[Stage]:
+    recipe = load_recipe_mapping(Path(recipe_path), "curriculum recipe") if recipe is None else recipe
+    stages = plan(recipe_path, skip, model, overrides, recipe=recipe)
     decisions = decide(stages)
     for k, (stage, _, why) in enumerate(decisions, start=1):
         print(f"[curriculum] {k}/{len(stages)} {stage.name}: {stage.script} from "
               f"{stage.config.get('model_name_or_path')} -> {stage.output_dir} ({why})", flush=True)
     pending = {stage.name for stage, to_run, _ in decisions if to_run}
-    check_inputs(stages, pending)  # a dry run checks the data too
+    check_stages(stages, recipe_path)  # a dry run runs exactly these checks
     if dry_run:
-        print(f"[curriculum] dry run: {len(pending)} of {len(stages)} stages would train; data found", flush=True)
+        print(f"[curriculum] dry run: {len(pending)} of {len(stages)} stages would train; every stage's settings, "
+              "data and model checked", flush=True)
         return stages
     from lookcloser.train.wandb_logging import curriculum_stage
 
@@ -268,8 +362,14 @@ def run(recipe_path: str | Path, skip: tuple[str, ...] = (), dry_run: bool = Fal
             continue
         started = time.time()
         print(f"[curriculum] stage {k}/{len(stages)} {stage.name} starts", flush=True)
-        with curriculum_stage(str(stage.output_dir.parent), stage.name, k, len(stages)):  # one W&B group
-            run_stage(stage, launcher)
+        try:
+            with curriculum_stage(str(stage.output_dir.parent), stage.name, k, len(stages)):  # one W&B group
+                run_stage(stage, launcher)
+        except KeyboardInterrupt:
+            root = stage.output_dir.parent
+            if root.is_dir() and not any(root.iterdir()):  # made by this run for a stage that kept nothing
+                root.rmdir()
+            raise _interrupted(stages, stage) from None
         if launcher or _is_main_process():  # in-process under accelerate: every rank trains, one writes
             stage.marker.write_text(json.dumps({"name": stage.name, "config": stage.config,
                                                 "inputs": stage_inputs(stage),
@@ -282,7 +382,26 @@ def run(recipe_path: str | Path, skip: tuple[str, ...] = (), dry_run: bool = Fal
         eta = f", about {left * sum(done_seconds) / len(done_seconds):.0f}s left at this pace" if left else ""
         print(f"[curriculum] {stage.name}: finished in {done_seconds[-1]:.0f}s "
               f"({len(done_seconds)}/{len(pending)} trained, {time.time() - begun:.0f}s so far{eta})", flush=True)
+    print(closing_line(stages), flush=True)
     return stages
+
+
+def closing_line(stages: list[Stage]) -> str:
+    """Where the run's result is: the last model stage's checkpoint, and any stage's report."""
+    models = [s for s in stages if s.makes_model]
+    line = "[curriculum] done: " + (f"final checkpoint {models[-1].output_dir.resolve()}" if models
+                                    else "no stage makes a model")
+    reports = [s.output_dir / name for s in stages for name in REPORT_FILES if (s.output_dir / name).is_file()]
+    return line + (f"; reports: {', '.join(map(str, reports))}" if reports else "")
+
+
+def _interrupted(stages: list[Stage], stage: Stage) -> Interrupted:
+    finished = [s.name for s in stages if s.done]
+    checkpoint = _last_checkpoint(stage.output_dir) if stage.output_dir.is_dir() else None
+    kept = (f"stage {stage.name!r} resumes from {checkpoint}" if checkpoint
+            else f"stage {stage.name!r} had saved no checkpoint and starts over")
+    done = f"finished stages kept ({', '.join(finished)}); " if finished else ""
+    return Interrupted(done + kept)
 
 
 def match_launcher_threads() -> None:
@@ -302,25 +421,20 @@ def match_launcher_threads() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from lookcloser.recipes import FlagParser
-    from lookcloser.train.entry import report_error, user_error_classes
+    from lookcloser.cli import run as run_command
+    from lookcloser.recipes import parse_flags
 
-    parser = FlagParser(description=__doc__.splitlines()[0], prog="train/curriculum.py")
-    parser.add_argument("recipe", type=Path)
-    parser.add_argument("--skip", action="append", default=[], help="leave a stage out (repeatable)")
-    parser.add_argument("--model", default=None,
-                        help="replace the recipe's model_name_or_path (the first stage's model; chained after)")
-    parser.add_argument("--dry_run", action="store_true",
-                        help="print which stages would train and why, check their data exists, and stop")
-    try:
-        args = parser.parse_args(argv)
-        recipe = load_recipe_mapping(args.recipe, "curriculum recipe")
+    argv = list(sys.argv[1:] if argv is None else argv)
+
+    def train(args: CurriculumArguments) -> None:
+        recipe = load_recipe_mapping(Path(args.recipe), "curriculum recipe")
         if not recipe.get("launcher"):
             match_launcher_threads()
-        run(args.recipe, tuple(args.skip), args.dry_run, args.model)
-    except user_error_classes() as err:
-        return report_error(err)
-    return 0
+        run(args.recipe, tuple(args.skip), args.dry_run, args.model, tuple(args.set), recipe=recipe)
+
+    prog = "python train/curriculum.py"
+    return run_command(train, lambda: (parse_flags(CurriculumArguments, argv, prog=prog,
+                                                   description=__doc__.splitlines()[0]),), prog=prog, argv=argv)
 
 
 if __name__ == "__main__":

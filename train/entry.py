@@ -1,14 +1,16 @@
-"""What every entry script does the same way: train, save, and report a user's mistake in one line."""
+"""What every training entry script does the same way: model and processor, PEFT, train and save, and
+on Ctrl-C remove what was half-made and say what was kept (``lookcloser.cli`` prints it)."""
 
 from __future__ import annotations
 
-import os
-import signal
+import contextlib
+import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
-from typing import NoReturn
+
+from lookcloser.cli import Interrupted
 
 # LoRA targets when a recipe sets use_peft but no lora_target_modules: every projection of the
 # language model's attention and MLP (PEFT knows no default for Qwen3-VL and would stop).
@@ -43,17 +45,15 @@ def run_config(configs) -> dict:
     """What W&B records beside TRL's training arguments: our script's arguments and the recipe's text."""
     import dataclasses
 
-    from lookcloser.recipes import last_recipe, own_fields
+    from lookcloser.recipes import own_fields
 
     config = {}
     for cfg in configs:
-        values = dataclasses.asdict(cfg)
+        values = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg) if f.init}
         config[type(cfg).__name__] = values
         config.update({f.name: values[f.name] for f in own_fields([type(cfg)])})  # top level: easy to filter on
-    recipe = last_recipe()
-    if recipe is not None and recipe.is_file():
-        config["recipe_file"] = str(recipe)
-        config["recipe_text"] = recipe.read_text(encoding="utf-8")
+        if getattr(cfg, "recipe_text", None) is not None:  # set by parse_recipe (lookcloser.recipes.RecipeRecord)
+            config["recipe_file"], config["recipe_text"] = cfg.recipe_file, cfg.recipe_text
     return config
 
 
@@ -83,16 +83,23 @@ def train_and_save(trainer, output_dir: str, resume_from_checkpoint=None, config
     if configs:
         trainer.add_callback(_log_config_callback(configs))
     result = trainer.train(resume_from_checkpoint=resume_from_checkpoint)
-    trainer.log_metrics("train", result.metrics)
-    trainer.save_metrics("train", result.metrics)
-    trainer.save_state()
+    saving = time.time()
+    try:
+        trainer.log_metrics("train", result.metrics)
+        trainer.save_metrics("train", result.metrics)
+        trainer.save_state()
 
-    # Under ZeRO-3 saving is collective: every rank must call it.
-    trainer.save_model(output_dir)
-    if trainer.accelerator.is_main_process:
-        # Save the processor as it was loaded, not with the truncation TRL set while training.
-        without_truncation(trainer.processing_class).save_pretrained(output_dir)
-    trainer.accelerator.wait_for_everyone()
+        # Under ZeRO-3 saving is collective: every rank must call it.
+        trainer.save_model(output_dir)
+        if trainer.accelerator.is_main_process:
+            # Save the processor as it was loaded, not with the truncation TRL set while training.
+            without_truncation(trainer.processing_class).save_pretrained(output_dir)
+        trainer.accelerator.wait_for_everyone()
+    except KeyboardInterrupt:  # the final save was cut: files it wrote are no checkpoint
+        for path in Path(output_dir).iterdir() if Path(output_dir).is_dir() else ():
+            if path.is_file() and path.stat().st_mtime >= saving:
+                path.unlink()
+        raise
     trainer.accelerator.print(f"Checkpoint saved to {Path(output_dir).resolve()}")
     if merge_adapter and (Path(output_dir) / "adapter_config.json").is_file():
         if trainer.accelerator.is_main_process:
@@ -105,66 +112,30 @@ def train_and_save(trainer, output_dir: str, resume_from_checkpoint=None, config
     return output_dir
 
 
-def _launcher_pid() -> int | None:
-    """The ``accelerate launch`` process that started this one, if any (Linux /proc)."""
-    ppid = os.getppid()
+def last_checkpoint(folder: str | Path) -> Path | None:
+    """The newest whole ``checkpoint-N`` in ``folder``: the Trainer writes ``trainer_state.json`` last,
+    so a checkpoint without it was cut short (a killed run) and is not resumed from."""
+    checkpoints = [p for p in Path(folder).glob("checkpoint-*")
+                   if p.name.split("-")[-1].isdigit() and (p / "trainer_state.json").is_file()]
+    return max(checkpoints, key=lambda p: int(p.name.split("-")[-1]), default=None)
+
+
+@contextlib.contextmanager
+def removed_when_interrupted(output_dir: str | Path) -> Iterator[None]:
+    """Ctrl-C while building or training: remove half-written checkpoints, and the output folder when
+    that leaves it empty (the Trainer makes it when built), then raise ``Interrupted`` saying which
+    checkpoint is kept and the flag that resumes from it."""
+    out = Path(output_dir)
     try:
-        argv = Path(f"/proc/{ppid}/cmdline").read_bytes().decode(errors="replace").split("\0")
-    except OSError:
-        return None
-    joined = " ".join(argv)
-    if "accelerate" not in joined or "launch" not in argv:
-        return None
-    script = next((i for i, a in enumerate(argv) if a.endswith(".py") and "accelerate" not in a), len(argv))
-    quiet = {"-q", "--quiet"} & set(argv[:script])
-    return None if quiet else ppid  # `accelerate launch -q` exits 1 without a traceback by itself
-
-
-def user_error_classes(extra: tuple[type[BaseException], ...] = ()) -> tuple[type[BaseException], ...]:
-    """Exceptions that mean "the user asked for something wrong": one line, exit 2, no traceback."""
-    from lookcloser.agent.models import ModelPathError
-    from lookcloser.data_builders.records import RecordError
-    from lookcloser.recipes import RecipeError
-
-    return (RecordError, RecipeError, ModelPathError, *extra)
-
-
-def report_error(message: object) -> int:
-    """Print one ``error:`` line (first rank only) and return the exit status 2 -- also under
-    ``accelerate launch``, where the launcher is ended first (it never returns then).
-
-    Why the launcher is ended: ``accelerate launch`` answers any non-zero exit with an 11-line
-    ``CalledProcessError`` traceback printed after ours, so the useful line would not be what the
-    user sees last. Every rank hits the same mistake, so the launcher has nothing left to do; the
-    shell then reports it as killed (status 137). ``LOOKCLOSER_KEEP_LAUNCHER=1`` turns this off.
-    """
-    line = "error: " + " ".join(str(message).split())
-    first_rank = os.environ.get("LOCAL_RANK", "0") == "0" and os.environ.get("RANK", "0") == "0"
-    launcher = _launcher_pid() if os.environ.get("LOOKCLOSER_KEEP_LAUNCHER") != "1" else None
-    if not first_rank:
-        if launcher is not None:
-            time.sleep(10)  # stay quiet: a rank that exits first makes the launcher stop every rank, loudly
-            os._exit(2)
-        return 2
-    if launcher is not None and int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        time.sleep(1.5)  # the other ranks reach the same mistake: let their start-up lines come first
-    print(line, file=sys.stderr, flush=True)
-    if launcher is not None:
-        sys.stdout.flush()
-        os.kill(launcher, signal.SIGKILL)
-        os._exit(2)
-    return 2
-
-
-def fail(message: object) -> NoReturn:
-    """``report_error`` and exit."""
-    sys.exit(report_error(message))
-
-
-def run(main: Callable, parse_args: Callable, extra_errors: tuple[type[BaseException], ...] = ()) -> None:
-    """Run a script's ``main``; a user's mistake (bad data, recipe, flag, model path) is one ``error:`` line."""
-    errors = user_error_classes(extra_errors)
-    try:
-        main(*parse_args())
-    except errors as err:
-        fail(err)
+        yield
+    except KeyboardInterrupt:
+        for partial in out.glob("checkpoint-*") if out.is_dir() else ():
+            if partial.is_dir() and not (partial / "trainer_state.json").is_file():
+                shutil.rmtree(partial, ignore_errors=True)
+        if out.is_dir() and not any(out.iterdir()):
+            out.rmdir()
+        kept = last_checkpoint(out) if out.is_dir() else None
+        if kept is None:
+            left = f" ({out} holds nothing of this run)" if out.exists() else ""
+            raise Interrupted(f"no checkpoint was saved yet, nothing is kept{left}") from None
+        raise Interrupted(f"{kept} is whole", ["--resume_from_checkpoint", str(kept)]) from None

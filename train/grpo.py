@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from trl import ModelConfig, ScriptArguments
 
 from lookcloser.data_builders.synthetic import SyntheticConfig
-from lookcloser.recipes import RecipeError
-from lookcloser.train.entry import model_and_processor, peft_config, train_and_save
+from lookcloser.recipes import RecipeError, RecipeRecord
+from lookcloser.train.entry import model_and_processor, peft_config, removed_when_interrupted, train_and_save
 from lookcloser.train.fused_kernels import FusedKernelsArguments, apply_fused_kernels
 from lookcloser.train.grpo_lib.trainer import LookcloserGRPOConfig
 from lookcloser.train.wandb_logging import DashboardArguments, add_wandb_dashboards
@@ -33,7 +33,7 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass
-class GRPOScriptArguments(FusedKernelsArguments, ScriptArguments, DashboardArguments):
+class GRPOScriptArguments(FusedKernelsArguments, ScriptArguments, DashboardArguments, RecipeRecord):
     """Data, environment and rewards. With neither ``dataset_path`` nor ``dataset_name``, synthetic
     tool tasks are generated on the fly (``synthetic_*``)."""
 
@@ -175,9 +175,10 @@ def main(script_args: GRPOScriptArguments, training_args: LookcloserGRPOConfig, 
     if training_args.report_to and "wandb" in training_args.report_to:
         os.environ.setdefault("WANDB_PROJECT", "lookcloser")
 
-    trainer = build_trainer(script_args, training_args, model_args)
-    out = train_and_save(trainer, training_args.output_dir, training_args.resume_from_checkpoint,
-                          configs=(script_args, model_args), merge_adapter=script_args.merge_adapter)
+    with removed_when_interrupted(training_args.output_dir):  # Ctrl-C: no half-made checkpoint or empty folder
+        trainer = build_trainer(script_args, training_args, model_args)
+        out = train_and_save(trainer, training_args.output_dir, training_args.resume_from_checkpoint,
+                              configs=(script_args, model_args), merge_adapter=script_args.merge_adapter)
     if trainer.accelerator.is_main_process:
         from lookcloser.train.run_records import record_run
 
@@ -200,13 +201,20 @@ def write_prompting_record(script_args: GRPOScriptArguments, out_dir: str, base_
     write_prompting(out_dir, record, base_model=base_model)
 
 
-def parse_args(argv: list[str] | None = None):
+def parse_args(argv=None, planned=()):
+    """The recipe and flags (``argv``: a list, or a ``CommandLine``), checked (``train/checks.py``; ``planned``:
+    folders earlier curriculum stages will write)."""
     from lookcloser.recipes import parse_recipe
+    from lookcloser.train.checks import check_grpo
 
-    return parse_recipe((GRPOScriptArguments, LookcloserGRPOConfig, ModelConfig), argv, description=__doc__)
+    parsed = parse_recipe((GRPOScriptArguments, LookcloserGRPOConfig, ModelConfig), argv, description=__doc__)
+    check_grpo(*parsed, planned=planned)
+    return parsed
 
 
 if __name__ == "__main__":
-    from lookcloser.train.entry import run
+    import sys
 
-    run(main, parse_args)
+    from lookcloser.cli import run
+
+    sys.exit(run(main, parse_args))

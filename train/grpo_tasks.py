@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from lookcloser.data_builders.heldout import HELDOUT_SEEDS
+from lookcloser.errors import RecipeError
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +46,24 @@ class ToolTaskArguments:
         "help": "Share of the training cold-start trajectories that answer at once, without a tool (0-1): a "
                 "cold start that has seen both ways to answer, for GRPO to find which pays."})
 
+    def __post_init__(self) -> None:
+        from lookcloser.agent.environments import ENVIRONMENTS
+        from lookcloser.checks import check_names, check_range
+        from lookcloser.data_builders.synthetic import TASKS
+
+        check_names("tasks", self.tasks, TASKS)
+        check_names("environment", [self.environment], list(ENVIRONMENTS))
+        check_range("count", self.count, 1)
+        check_range("heldout_count", self.heldout_count, 0)
+        check_range("search_grid", self.search_grid, 0)
+        check_range("direct_ratio", self.direct_ratio, 0, 1)
+        if self.heldout_count > 0 and self.heldout_seed not in HELDOUT_SEEDS:
+            raise RecipeError(f"heldout_seed {self.heldout_seed} is not a held-out seed: held-out data uses seeds "
+                              f"{HELDOUT_SEEDS.start}-{HELDOUT_SEEDS.stop - 1}, which no recipe trains on")
+        if self.seed in HELDOUT_SEEDS:
+            raise RecipeError(f"seed {self.seed} is reserved for held-out data ({HELDOUT_SEEDS.start}-"
+                              f"{HELDOUT_SEEDS.stop - 1}): train on another")
+
 
 def model_pixels(name_or_path: str) -> int:
     """The most pixels the model's image processor feeds the vision tower (``size.longest_edge``)."""
@@ -58,17 +77,10 @@ def model_pixels(name_or_path: str) -> int:
 
 def build(args: ToolTaskArguments) -> dict[str, Path]:
     from lookcloser.agent.oracle import build_synthetic
-    from lookcloser.data_builders.heldout import check_seed, write_heldout
+    from lookcloser.data_builders.heldout import write_heldout
     from lookcloser.data_builders.synthetic import SyntheticConfig
     from lookcloser.train.grpo_lib.data import BUNDLED_IMAGES, generated_images, resolve_path
 
-    if not 0.0 <= args.direct_ratio <= 1.0:
-        raise ValueError(f"direct_ratio must be between 0 and 1, not {args.direct_ratio}")
-    if args.heldout_count > 0:
-        check_seed(args.heldout_seed)
-    if args.seed in HELDOUT_SEEDS:
-        raise ValueError(f"seed {args.seed} is reserved for held-out data ({HELDOUT_SEEDS.start}-"
-                         f"{HELDOUT_SEEDS.stop - 1}): train on another")
     out = Path(args.output_dir)
     if args.images == "generated" or (args.images is None and not BUNDLED_IMAGES.is_dir()):
         source = generated_images(out / "source_images", seed=args.seed)
@@ -95,6 +107,7 @@ def build(args: ToolTaskArguments) -> dict[str, Path]:
         if marker.is_file() and json.loads(marker.read_text(encoding="utf-8")) == wanted:
             logger.info("%s: kept (same settings) %s", split, target)
         else:
+            marker.unlink(missing_ok=True)  # until the new build is whole, no marker says it is there
             make(target)
             marker.write_text(json.dumps(wanted, indent=1) + "\n", encoding="utf-8")
             logger.info("%s: built (model pixels %d) -> %s", split, pixels, target)
@@ -108,13 +121,22 @@ def main(args: ToolTaskArguments) -> str:
     return args.output_dir
 
 
-def parse_args(argv: list[str] | None = None):
+def parse_args(argv=None, planned=()):
+    from lookcloser.checks import check_model_name, check_output_folder, check_path
     from lookcloser.recipes import parse_recipe
+    from lookcloser.train.grpo_lib.data import resolve_path
 
-    return parse_recipe((ToolTaskArguments,), argv)
+    (args,) = parse_recipe((ToolTaskArguments,), argv, description=__doc__)
+    check_output_folder("output_dir", args.output_dir)
+    check_model_name(args.model_name_or_path, planned)
+    if args.images not in (None, "generated"):
+        check_path("images", resolve_path(args.images), "folder", planned)
+    return (args,)
 
 
 if __name__ == "__main__":
-    from lookcloser.train.entry import run
+    import sys
 
-    run(main, parse_args)
+    from lookcloser.cli import run
+
+    sys.exit(run(main, parse_args))

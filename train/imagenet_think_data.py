@@ -26,11 +26,11 @@ class ImageNetThinkDataArguments:
     rows: int = field(default=400, metadata={"help": "Sample rows (pictures) to generate, two traces each."})
     seed: int = field(default=0, metadata={"help": "Seed of the generated sample."})
 
-    def __post_init__(self):
-        if self.rows < 1:
-            raise ValueError(f"rows must be >= 1, not {self.rows}")
-        if self.parquet is not None and not Path(self.parquet).exists():
-            raise ValueError(f"parquet {self.parquet}: not found")
+    def __post_init__(self) -> None:
+        from lookcloser.checks import check_output_folder, check_range
+
+        check_output_folder("output_dir", self.output_dir)
+        check_range("rows", self.rows, 1)
 
 
 def main(args: ImageNetThinkDataArguments) -> str:
@@ -57,13 +57,19 @@ def main(args: ImageNetThinkDataArguments) -> str:
     return str(out)
 
 
-def parse_args(argv: list[str] | None = None):
+def parse_args(argv=None, planned=()):
+    from lookcloser.checks import check_path
     from lookcloser.recipes import parse_recipe
 
-    return parse_recipe((ImageNetThinkDataArguments,), argv)
+    (args,) = parse_recipe((ImageNetThinkDataArguments,), argv, description=__doc__)
+    if args.parquet is not None:
+        check_path("parquet", args.parquet, "path", planned)
+    return (args,)
 
 
 if __name__ == "__main__":
-    from lookcloser.train.entry import run
+    import sys
 
-    run(main, parse_args)
+    from lookcloser.cli import run
+
+    sys.exit(run(main, parse_args))

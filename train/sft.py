@@ -18,8 +18,8 @@ from pathlib import Path
 
 from trl import ModelConfig, ScriptArguments, SFTConfig
 
-from lookcloser.recipes import RecipeError
-from lookcloser.train.entry import model_and_processor, peft_config, train_and_save
+from lookcloser.recipes import RecipeError, RecipeRecord
+from lookcloser.train.entry import model_and_processor, peft_config, removed_when_interrupted, train_and_save
 from lookcloser.train.fused_kernels import FusedKernelsArguments, apply_fused_kernels
 from lookcloser.train.wandb_logging import DashboardArguments, add_wandb_dashboards
 
@@ -27,7 +27,7 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass
-class SFTScriptArguments(FusedKernelsArguments, ScriptArguments, DashboardArguments):
+class SFTScriptArguments(FusedKernelsArguments, ScriptArguments, DashboardArguments, RecipeRecord):
     """Where the data comes from. ``dataset_path`` covers local files; ``dataset_name`` a hub id."""
 
     dataset_path: str | None = field(
@@ -174,9 +174,10 @@ def main(script_args: SFTScriptArguments, training_args: SFTConfig, model_args: 
     if training_args.report_to and "wandb" in training_args.report_to:
         os.environ.setdefault("WANDB_PROJECT", "lookcloser")
 
-    trainer = build_trainer(script_args, training_args, model_args)
-    out = train_and_save(trainer, training_args.output_dir, training_args.resume_from_checkpoint,
-                          configs=(script_args, model_args), merge_adapter=script_args.merge_adapter)
+    with removed_when_interrupted(training_args.output_dir):  # Ctrl-C: no half-made checkpoint or empty folder
+        trainer = build_trainer(script_args, training_args, model_args)
+        out = train_and_save(trainer, training_args.output_dir, training_args.resume_from_checkpoint,
+                              configs=(script_args, model_args), merge_adapter=script_args.merge_adapter)
     if trainer.accelerator.is_main_process:  # how it was prompted, so that eval prompts it the same way
         from lookcloser.agent.checkpoint_prompting import prompting_of, write_prompting
         from lookcloser.train.run_records import record_run
@@ -189,13 +190,20 @@ def main(script_args: SFTScriptArguments, training_args: SFTConfig, model_args: 
     return out
 
 
-def parse_args(argv: list[str] | None = None):
+def parse_args(argv=None, planned=()):
+    """The recipe and flags (``argv``: a list, or a ``CommandLine``), checked (``train/checks.py``; ``planned``:
+    folders earlier curriculum stages will write)."""
     from lookcloser.recipes import parse_recipe
+    from lookcloser.train.checks import check_sft
 
-    return parse_recipe((SFTScriptArguments, SFTConfig, ModelConfig), argv, description=__doc__)
+    parsed = parse_recipe((SFTScriptArguments, SFTConfig, ModelConfig), argv, description=__doc__)
+    check_sft(*parsed, planned=planned)
+    return parsed
 
 
 if __name__ == "__main__":
-    from lookcloser.train.entry import run
+    import sys
 
-    run(main, parse_args)
+    from lookcloser.cli import run
+
+    sys.exit(run(main, parse_args))

@@ -62,11 +62,5 @@ def _sft(start: str, dataset: Path, target: Path, steps: int, lr: float, trainin
             "--bf16", str(bool(training_args.bf16)).lower(), "--seed", str(training_args.seed),
             "--logging_steps", str(max(1, steps // 10)), "--save_strategy", "no", "--report_to", "none",
             "--dataloader_num_workers", "0", "--use_cpu", str(bool(training_args.use_cpu)).lower()]
-    from lookcloser import recipes
-
-    grpo_recipe = recipes.last_recipe()
-    try:
-        sft.main(*sft.parse_args(argv))
-    finally:  # the cold start's own parse must not replace the GRPO recipe that W&B logs
-        recipes._last_recipe[:] = [grpo_recipe] if grpo_recipe is not None else []
+    sft.main(*sft.parse_args(argv))
     return str(target)

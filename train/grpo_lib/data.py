@@ -37,7 +37,8 @@ def generated_images(folder: str | Path, count: int = 12, seed: int = 0, size: i
             x, y, r = rng.randrange(img.width), rng.randrange(img.height), rng.randint(6, size // 3)
             shape = draw.ellipse if rng.random() < 0.5 else draw.rectangle
             shape((x, y, x + r, y + r), fill=tuple(rng.randrange(256) for _ in range(3)))
-        img.save(path)
+        img.save(path.with_suffix(".tmp"), format="PNG")
+        path.with_suffix(".tmp").replace(path)  # a picture cut by Ctrl-C is never taken as made
     return folder
 
 

@@ -1,0 +1,130 @@
+"""The one error path of every command.
+
+A user's mistake (any ``lookcloser.errors.UserError``: a recipe, flag, record or model path) is
+one ``error:`` line and exit status 2, never a traceback. Ctrl-C is one ``interrupted:`` line
+saying what was kept and the command that resumes, exit status 130 (128 + SIGINT, what a shell
+reports for a process Ctrl-C stopped); the layer that was working removes what it left
+half-made first, and says what it kept by raising ``Interrupted``.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from lookcloser.errors import UserError
+
+USER_ERROR_STATUS = 2
+INTERRUPTED_STATUS = 130
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, after the interrupted step removed what it half-made.
+
+    ``kept``: what is on disk and whole (e.g. "checkpoint-4 in outputs/sft"); ``resume_flags``:
+    what to add to the same command to continue from it (e.g. ``--resume_from_checkpoint ...``).
+    """
+
+    def __init__(self, kept: str, resume_flags: Sequence[str] = ()):
+        super().__init__(kept)
+        self.kept, self.resume_flags = kept, list(resume_flags)
+
+
+def command_line(prog: str | None = None, argv: Sequence[str] | None = None) -> str:
+    """The command as the user typed it (to print it back): ``prog`` (default ``python SCRIPT``) and
+    the arguments, shell-quoted.
+
+    >>> command_line("python -m eval", ["--model", "out dir"])
+    "python -m eval --model 'out dir'"
+    """
+    if prog is None:
+        script = sys.argv[0] if sys.argv and sys.argv[0] else "script.py"
+        launcher = "accelerate launch" if "ACCELERATE_MIXED_PRECISION" in os.environ else "python"
+        prog = f"{launcher} {shlex.quote(script)}"
+    return " ".join([prog, *map(shlex.quote, sys.argv[1:] if argv is None else argv)])
+
+
+def _launcher_pid() -> int | None:
+    """The ``accelerate launch`` process that started this one, if any (Linux /proc)."""
+    ppid = os.getppid()
+    try:
+        argv = Path(f"/proc/{ppid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return None
+    joined = " ".join(argv)
+    if "accelerate" not in joined or "launch" not in argv:
+        return None
+    script = next((i for i, a in enumerate(argv) if a.endswith(".py") and "accelerate" not in a), len(argv))
+    quiet = {"-q", "--quiet"} & set(argv[:script])
+    return None if quiet else ppid  # `accelerate launch -q` exits 1 without a traceback by itself
+
+
+def _first_rank() -> bool:
+    return os.environ.get("LOCAL_RANK", "0") == "0" and os.environ.get("RANK", "0") == "0"
+
+
+def report_error(message: object) -> int:
+    """Print one ``error:`` line (first rank only) and return the exit status 2 -- also under
+    ``accelerate launch``, where the launcher is ended first (it never returns then).
+
+    Why the launcher is ended: ``accelerate launch`` answers any non-zero exit with an 11-line
+    ``CalledProcessError`` traceback printed after ours, so the useful line would not be what the
+    user sees last. Every rank hits the same mistake, so the launcher has nothing left to do; the
+    shell then reports it as killed (status 137). ``LOOKCLOSER_KEEP_LAUNCHER=1`` turns this off.
+    """
+    line = "error: " + " ".join(str(message).split())
+    launcher = _launcher_pid() if os.environ.get("LOOKCLOSER_KEEP_LAUNCHER") != "1" else None
+    if not _first_rank():
+        if launcher is not None:
+            time.sleep(10)  # stay quiet: a rank that exits first makes the launcher stop every rank, loudly
+            os._exit(USER_ERROR_STATUS)
+        return USER_ERROR_STATUS
+    if launcher is not None and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        time.sleep(1.5)  # the other ranks reach the same mistake: let their start-up lines come first
+    print(line, file=sys.stderr, flush=True)
+    if launcher is not None:
+        sys.stdout.flush()
+        os.kill(launcher, signal.SIGKILL)
+        os._exit(USER_ERROR_STATUS)
+    return USER_ERROR_STATUS
+
+
+def report_interrupt(err: KeyboardInterrupt, prog: str | None = None, argv: Sequence[str] | None = None) -> int:
+    """Print one ``interrupted:`` line (what was kept; the command that resumes) and return 130."""
+    flags = err.resume_flags if isinstance(err, Interrupted) else []
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if flags:  # the same flag given before: the resume value replaces it
+        argv = [a for i, a in enumerate(argv) if not (a == flags[0] or a.startswith(flags[0] + "=")
+                                                      or (i and argv[i - 1] == flags[0]))]
+    tqdm = sys.modules.get("tqdm")
+    for bar in list(getattr(getattr(tqdm, "tqdm", None), "_instances", ())):
+        bar.close()  # a progress bar left open would print itself after our line when the process exits
+    if _first_rank():  # a bare KeyboardInterrupt: no step said what it kept (a step that writes says it)
+        said = f"interrupted: {err.kept}; to resume:" if isinstance(err, Interrupted) else "interrupted; to run it again:"
+        print(f"{said} {command_line(prog, [*argv, *flags])}", file=sys.stderr, flush=True)
+    return INTERRUPTED_STATUS
+
+
+def fail(message: object) -> NoReturn:
+    """``report_error`` and exit."""
+    sys.exit(report_error(message))
+
+
+def run(main: Callable, parse_args: Callable[[], Sequence] = tuple, prog: str | None = None,
+        argv: Sequence[str] | None = None) -> int:
+    """``main(*parse_args())``, and the exit status: 0; 2 after one ``error:`` line for a user's
+    mistake; 130 after one ``interrupted:`` line for Ctrl-C. ``prog``/``argv``: the command as
+    typed, for the resume hint (default: ``python`` and ``sys.argv``)."""
+    try:
+        main(*parse_args())
+    except UserError as err:
+        return report_error(err)
+    except KeyboardInterrupt as err:
+        return report_interrupt(err, prog, argv)
+    return 0

@@ -1,0 +1,117 @@
+"""The training configs' checks: each script's ``parse_args`` runs them, so a mistake stops the
+command (and every curriculum stage's ``--dry_run``) before a model loads or data is generated.
+
+``planned``: folders that earlier curriculum stages will write (a path inside one is not there
+yet). TRL's and transformers' own ``__post_init__`` checks run too, as the configs are made.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+from lookcloser.checks import (
+    check_model_name,
+    check_names,
+    check_output_folder,
+    check_path,
+    check_range,
+)
+from lookcloser.errors import RecipeError
+
+MIR_STAGES = (0, 4)
+
+
+def check_training(training_args, model_args, planned: Iterable[str | Path] = ()) -> None:
+    """What every training run needs: rates and sizes in range, a model that can be found, a folder
+    to write into."""
+    args = training_args
+    check_range("learning_rate", args.learning_rate, 0)  # 0: a control run that must not learn
+    check_range("num_train_epochs", args.num_train_epochs, 0, above=True)
+    if args.max_steps == 0 or args.max_steps < -1:
+        raise RecipeError(f"max_steps must be a positive step count (or -1: use num_train_epochs), got {args.max_steps}")
+    check_range("per_device_train_batch_size", args.per_device_train_batch_size, 1)
+    check_range("gradient_accumulation_steps", args.gradient_accumulation_steps, 1)
+    check_range("weight_decay", args.weight_decay, 0)
+    check_range("max_grad_norm", args.max_grad_norm, 0)
+    check_range("warmup_steps", args.warmup_steps, 0)
+    check_output_folder("output_dir", args.output_dir)
+    resume = args.resume_from_checkpoint
+    if isinstance(resume, str) and resume.lower() not in ("true", "false"):
+        check_path("resume_from_checkpoint", resume, "folder", planned)
+    check_model_name(model_args.model_name_or_path, planned)
+    if model_args.use_peft:
+        check_range("lora_r", model_args.lora_r, 1)
+        check_range("lora_dropout", model_args.lora_dropout, 0, 1)
+
+
+def check_sft(script_args, training_args, model_args, planned: Iterable[str | Path] = ()) -> None:
+    check_training(training_args, model_args, planned)
+    if not script_args.dataset_path and not script_args.dataset_name:
+        raise RecipeError("set `dataset_path` (local data) or `dataset_name` (a hub data set) in the recipe")
+    check_path("dataset_path", script_args.dataset_path, "any", planned)
+    check_path("images_root", script_args.images_root, "folder", planned)
+    check_range("mir_stage", script_args.mir_stage, *MIR_STAGES)
+    check_range("max_train_samples", script_args.max_train_samples, 1)
+    check_path("replay_path", script_args.replay_path, "any", planned)
+    check_range("replay_mir_stage", script_args.replay_mir_stage, *MIR_STAGES)
+    check_range("replay_count", script_args.replay_count, 1)
+
+
+def check_grpo(script_args, training_args, model_args, planned: Iterable[str | Path] = ()) -> None:
+    from lookcloser.agent.environments import ENVIRONMENTS
+    from lookcloser.data_builders.synthetic import TASKS
+    from lookcloser.rewards import REGISTRY
+    from lookcloser.train.grpo_lib.data import resolve_path
+
+    check_training(training_args, model_args, planned)
+    check_names("reward_funcs", script_args.reward_funcs, sorted(REGISTRY))
+    weights = training_args.reward_weights
+    if weights is not None and len(weights) != len(script_args.reward_funcs):
+        raise RecipeError(f"reward_weights has {len(weights)} values for {len(script_args.reward_funcs)} reward_funcs "
+                          f"({', '.join(script_args.reward_funcs)})")
+    check_environment(script_args.environment, script_args.environment_kwargs, ENVIRONMENTS)
+    check_names("synthetic_tasks", script_args.synthetic_tasks, TASKS)
+    check_names("dataset_kind", [script_args.dataset_kind], ("auto", "saved", "mir", "disbench", "records"))
+    if script_args.dataset_path:
+        check_path("dataset_path", resolve_path(script_args.dataset_path), "any", planned)
+    if script_args.synthetic_images not in (None, "generated"):
+        check_path("synthetic_images", resolve_path(script_args.synthetic_images), "folder", planned)
+    check_path("images_root", script_args.images_root, "folder", planned)
+    check_path("disbench_root", script_args.disbench_root, "folder", planned)
+    if script_args.dataset_kind == "disbench" and not script_args.disbench_root:
+        raise RecipeError("DISBench queries need `disbench_root` (the folder with metadata/ and images/)")
+    check_range("mir_stage", script_args.mir_stage, *MIR_STAGES)
+    check_range("synthetic_count", script_args.synthetic_count, 1)
+    check_range("synthetic_base_size", script_args.synthetic_base_size, 16)
+    check_range("synthetic_canvas_size", script_args.synthetic_canvas_size, 16)
+    check_range("max_train_samples", script_args.max_train_samples, 1)
+    check_range("cold_start_steps", script_args.cold_start_steps, 0)
+    check_range("cold_start_look_steps", script_args.cold_start_look_steps, 0)
+    check_range("cold_start_learning_rate", script_args.cold_start_learning_rate, 0, above=True)
+    check_range("tool_bonus_cap", script_args.tool_bonus_cap, 1)
+    if script_args.cold_start_steps > 0 and (script_args.dataset_path or script_args.dataset_name):
+        raise RecipeError("cold_start_steps trains on the synthetic tasks' oracle trajectories: leave dataset_path "
+                          "and dataset_name unset, or cold-start with train/sft.py first (recipes/tool_curriculum.yaml)")
+    check_range("temperature", training_args.temperature, 0, above=True)
+    check_range("beta", training_args.beta, 0)
+    check_range("max_completion_length", training_args.max_completion_length, 1)
+
+
+def check_environment(name: str | None, kwargs, environments: dict) -> None:
+    """An agent environment by name (or "none"), and constructor arguments it takes."""
+    if not name or name == "none":
+        return
+    check_names("environment", [name], [*environments, "none"])
+    try:
+        values = json.loads(kwargs) if isinstance(kwargs, str) else dict(kwargs or {})
+    except (json.JSONDecodeError, TypeError, ValueError) as err:
+        raise RecipeError(f"environment_kwargs: not a JSON mapping ({err})") from err
+    if not isinstance(values, dict):
+        raise RecipeError(f"environment_kwargs: not a JSON mapping, got {type(values).__name__}")
+    try:
+        inspect.signature(environments[name]).bind(**values)
+    except TypeError as err:
+        raise RecipeError(f"environment_kwargs for {name}: {err}") from err
