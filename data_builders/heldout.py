@@ -32,9 +32,9 @@ NOT_YET = ("disbench", "imagemining")  # generators still to come (their folders
 DEFAULT_MODEL_PIXELS = 128 * 128
 
 
-def check_seed(seed: int) -> None:
+def check_seed(seed: int, name: str = "--seed") -> None:
     if seed not in HELDOUT_SEEDS:
-        raise ValueError(f"--seed {seed} is not a held-out seed: held-out data uses seeds "
+        raise ValueError(f"{name} {seed} is not a held-out seed: held-out data uses seeds "
                          f"{HELDOUT_SEEDS.start}-{HELDOUT_SEEDS.stop - 1}, which no recipe trains on")
 
 

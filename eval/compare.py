@@ -186,7 +186,7 @@ def stage_rows(args: CompareStageArguments) -> list[tuple[str, str, dict]]:
 def check_stage_args(args: CompareStageArguments) -> None:
     from lookcloser.data_builders.heldout import GENERATED, check_seed
 
-    check_seed(args.heldout_seed)
+    check_seed(args.heldout_seed, "heldout_seed")
     unknown = [b for b in args.benchmarks if b not in GENERATED]
     if unknown or not args.benchmarks:
         raise ValueError(f"benchmarks: {unknown or 'none'}; held-out data is written for {', '.join(GENERATED)}")
