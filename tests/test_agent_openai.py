@@ -1,4 +1,4 @@
-"""OpenAIPolicy against a scripted OpenAI-compatible server on loopback (real HTTP, real threads).
+"""OpenAIPolicy against a scripted OpenAI-compatible server on loopback (real HTTP, a threaded server).
 
 The server stands in for ``vllm serve``, which cannot run here: it answers like one, with
 server-parsed tool calls on the first turn, raw ``<tool_call>`` text on the second (a server
@@ -110,12 +110,12 @@ def test_three_turns_over_http_with_images_and_tool_ids(endpoint, monkeypatch):
 
 def test_concurrent_episodes_timeouts_and_client_errors(endpoint):
     FakeVLLM.state["delay"] = 0.2
-    policy = OpenAIPolicy(endpoint, "tiny", max_workers=6, timeout=0.6, backoff=0.01)
+    policy = OpenAIPolicy(endpoint, "tiny", timeout=0.6, backoff=0.01)
     image = Image.new("RGB", (64, 64), "blue")
     examples = [{"question": f"q{i}", "images": [image]} for i in range(4)]
     examples += [{"question": "hang once", "images": [image]}, {"question": "bad request", "images": [image]}]
     started = time.monotonic()
-    trajs = run_episodes(policy, ImageToolEnv, examples, max_turns=5)
+    trajs = run_episodes(policy, ImageToolEnv, examples, max_turns=5, concurrency=6)
     elapsed = time.monotonic() - started
     assert [t.stop_reason for t in trajs] == ["answer"] * 5 + ["error"]
     assert "HTTP 400" in trajs[-1].error
