@@ -11,10 +11,10 @@ so a script can fail the first tries and then succeed. A reply is a dict:
 - ``{"raw": b"..."}``: these bytes as the whole reply, then close (a malformed reply)
 - ``{"sleep": seconds, ...}``: wait first (longer than the client's timeout: a timeout)
 
-The server records each request's target (``targets``: path and query) and counts requests,
-connections, the most requests in flight at once, and ``busy_seconds`` (the sum of every
-request's time in the server): over a stretch of wall time, busy seconds / wall seconds
-is the mean number of requests in flight. It must not be what limits a benchmark of a client: an
+The server records each request's target (``targets``: path and query) and ``Authorization``
+header (``authorizations``), and counts requests, connections, the most requests in flight at
+once, and ``busy_seconds`` (the sum of every request's time in the server): over a stretch of wall
+time, busy seconds / wall seconds is the mean number of requests in flight. It must not be what limits a benchmark of a client: an
 event loop waits out the latency with a timer, not a thread per request, so a request costs the
 server ~0.1 ms of CPU (a ``ThreadingHTTPServer`` took ~0.5 ms; ``bench/bench_eval.py`` prints it).
 """
@@ -93,6 +93,7 @@ class _Connection(asyncio.Protocol):
         self.keep_alive = version == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
         self.busy = True
         self.endpoint.targets.append(path)
+        self.endpoint.authorizations.append(headers.get("authorization"))
         if method == "POST":
             self.endpoint._post(self, body)
         elif method == "GET" and path.partition("?")[0].rstrip("/").endswith("/models"):
@@ -121,6 +122,7 @@ class FakeEndpoint:
         self.respond, self.delay, self.ssl_context = respond, delay, ssl_context  # a context: https
         self.requests = 0
         self.targets: list[str] = []
+        self.authorizations: list[str | None] = []
         self.in_flight = 0
         self.max_in_flight = 0
         self.busy_seconds = 0.0
