@@ -89,7 +89,7 @@ def served_model(base: str, cfg: EvalConfig) -> str:
         try:
             reply = http_client.send(http, request, retries=0, backoff=0.0)
         except http_client.RequestFailed as err:
-            raise EvalError(f"cannot reach the endpoint {base} ({err}): is the server up?") from err
+            raise EvalError(f"cannot reach the endpoint {base} ({err.why}): is the server up?") from err
     if cfg.served_model_name:
         return cfg.served_model_name
     try:

@@ -36,7 +36,11 @@ logging.getLogger("httpx2").setLevel(logging.WARNING)
 
 
 class RequestFailed(RuntimeError):
-    """No usable reply after every attempt."""
+    """No usable reply after every attempt; ``why`` says what the last attempt got."""
+
+    def __init__(self, attempts: int, why: str) -> None:
+        super().__init__(f"request failed after {attempts} attempt{'s' if attempts > 1 else ''} ({why})")
+        self.why = why
 
 
 def client(timeout: float) -> httpx2.Client:
@@ -114,7 +118,7 @@ def _wait(outcome: httpx2.Response | Exception, attempt: int, retries: int, back
     else:
         why, asked = f"{type(outcome).__name__}: {outcome}" if str(outcome) else type(outcome).__name__, None
     if attempt >= retries:
-        raise RequestFailed(f"request failed after {retries + 1} attempt{'s' if retries else ''} ({why})")
+        raise RequestFailed(retries + 1, why)
     return backoff * 2 ** attempt if asked is None else asked
 
 
