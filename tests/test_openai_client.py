@@ -1,7 +1,7 @@
-"""The endpoint policy's HTTP (``lookcloser.http_client``, httpx) against the real loopback endpoint:
+"""The endpoint policy's HTTP (``lookcloser.http_client``, httpx2) against the real loopback endpoint:
 the base URL's query string kept, malformed replies retried or reported as a clean error,
-``Retry-After`` honoured, kept-alive connections the server closed reopened, the CA bundle taken
-from the environment, the key never logged, and an image encoded once."""
+``Retry-After`` honoured, kept-alive connections the server closed reopened, the proxy and CA
+bundle taken from the environment, the key never logged, and an image encoded once."""
 
 from __future__ import annotations
 
@@ -97,6 +97,18 @@ def test_a_kept_alive_connection_the_server_closed_is_reopened_without_a_failed_
         assert endpoint.requests == 3 and endpoint.connections == 3
         assert [t.error for t in _turns(policy, ["a", "b"])] == [None, None]
         assert endpoint.connections == 4  # two turns, one kept-alive connection
+
+
+def test_requests_go_through_the_environments_proxy(monkeypatch):
+    """``HTTP_PROXY`` names the loopback endpoint, standing in for a forward proxy: the request for a
+    host nobody can resolve reaches it in proxy form (the whole URL as the target) and is answered."""
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    with FakeEndpoint(lambda request, attempt: ANSWER) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url.removesuffix("/v1"))
+        (turn,) = _turns(OpenAIPolicy("http://endpoint.invalid/v1", "m", api_key_env="", retries=0), ["q"])
+    assert turn.error is None and turn.message["content"] == "<answer>A</answer>"
+    assert proxy.targets == ["http://endpoint.invalid/v1/chat/completions"]
 
 
 def test_https_verifies_the_servers_certificate_with_the_environments_ca_bundle(tmp_path, monkeypatch):
