@@ -42,14 +42,13 @@ class Episode:
 class Policy(Protocol):
     """A model the loop can drive.
 
-    ``batched`` policies get all live episodes in one ``generate`` call per turn; the others get
-    one episode per call, from up to ``max_workers`` threads at once. A policy that also has
-    ``async def agenerate(episode, max_new_tokens) -> Turn`` and ``async def aclose()`` (an
-    endpoint) is played on an event loop by ``eval`` (``agent.loop.play``).
+    ``batched`` policies (a local model) get all live episodes in one ``generate`` call per turn.
+    The others (an endpoint) have ``async def agenerate(episode, max_new_tokens) -> Turn`` and
+    ``async def aclose()`` instead, and are played as coroutines on an event loop
+    (``agent.loop.play_all``).
     """
 
     batched: bool
-    max_workers: int
 
     def start(self, episode: Episode) -> None:
         """Prepare an episode whose ``messages`` hold the prompt."""

@@ -36,7 +36,6 @@ class HFPolicy:
     """
 
     batched = True
-    max_workers = 1
 
     def __init__(self, model, processor, generation_kwargs: dict | None = None, max_context: int | None = None,
                  prefix_cache: bool | None = None):

@@ -9,8 +9,10 @@ not parse (bad JSON, no closing tag) is answered with an ``Error:`` observation 
 where TRL would end the rollout. Nothing raises out of an episode: failures end it with
 ``stop_reason="error"``.
 
-``play(policy, factory, example)`` is the same episode, step for step, as a coroutine for a policy
-that answers over the network (``agenerate``): ``eval.runner`` plays many on one event loop.
+A batched policy (``HFPolicy``) gets every live episode in one ``generate`` call per turn. A policy
+that answers over the network (``OpenAIPolicy``: ``agenerate``) plays each episode as a coroutine,
+``play``, the same steps with ``await`` where the reply comes, many at once on one event loop
+(``play_all``, which ``eval.runner`` uses too).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import time
 from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 
@@ -188,17 +191,6 @@ def _start(policy: Policy, episode: Episode) -> None:
             _stop(episode, "error", f"{type(err).__name__}: {err}")
 
 
-def _play_one(policy: Policy, episode: Episode, max_turns: int, max_new_tokens: int, max_images: int) -> None:
-    try:
-        _start(policy, episode)
-        while episode.stop_reason is None:
-            (turn,) = _generate(policy, [episode], max_new_tokens)
-            _after_turn(episode, turn, policy, max_turns, max_images)
-    except Exception as err:  # a bug in one episode must not take the others down
-        logger.warning("episode %d failed: %r", episode.index, err, exc_info=True)
-        _stop(episode, "error", f"{type(err).__name__}: {err}")
-
-
 def _trajectory(episode: Episode) -> Trajectory:
     last = next((m for m in reversed(episode.messages) if m.get("role") == "assistant"), None)
     final = str(last.get("content") or "") if last else ""
@@ -213,49 +205,43 @@ def _trajectory(episode: Episode) -> Trajectory:
 
 def run_episodes(policy: Policy, env_cls_or_factory: type | Callable, examples: list[dict], *, max_turns: int = 8,
                  max_new_tokens_per_turn: int = 512, max_images: int = 16,
-                 system_prompt: str | None = None) -> list[Trajectory]:
+                 system_prompt: str | None = None, concurrency: int = 8) -> list[Trajectory]:
     """Play every example to the end; one ``Trajectory`` per example, in order.
 
     Args:
-        policy: ``HFPolicy`` (all live episodes batched per turn) or ``OpenAIPolicy`` (episodes in
-            parallel threads), or anything following ``agent.episode.Policy``.
+        policy: ``HFPolicy`` (all live episodes batched per turn) or ``OpenAIPolicy`` (``play_all``:
+            ``concurrency`` episodes at once on one event loop), or anything following
+            ``agent.episode.Policy``.
         env_cls_or_factory: An environment class or a no-argument factory (``functools.partial``).
         examples: Data-set rows; each is passed whole to the environment's ``reset``.
         max_turns: Most assistant turns per episode.
         max_new_tokens_per_turn: Token cap for each turn.
         max_images: Most images per trajectory, input images included.
         system_prompt: See ``build_messages``.
+        concurrency: Endpoint episodes in flight at once.
     """
+    if not policy.batched:
+        return play_all(policy, env_cls_or_factory, examples, concurrency=concurrency, max_turns=max_turns,
+                        max_new_tokens_per_turn=max_new_tokens_per_turn, max_images=max_images,
+                        system_prompt=system_prompt)
     tools = tool_schemas(env_class(env_cls_or_factory))
     episodes = [_open_episode(i, ex, env_cls_or_factory, tools, system_prompt, max_images)
                 for i, ex in enumerate(examples)]
-    if policy.batched:
-        for episode in episodes:
-            _start(policy, episode)
-        live = [ep for ep in episodes if ep.stop_reason is None]
-        while live:
-            for episode, turn in zip(live, _generate(policy, live, max_new_tokens_per_turn)):
-                _after_turn(episode, turn, policy, max_turns, max_images)
-            live = [ep for ep in live if ep.stop_reason is None]
-    else:
-        live = [ep for ep in episodes if ep.stop_reason is None]
-        if len(live) == 1 or policy.max_workers <= 1:  # eval.runner: already one thread per episode
-            for episode in live:
-                _play_one(policy, episode, max_turns, max_new_tokens_per_turn, max_images)
-        else:
-            with ThreadPoolExecutor(max_workers=policy.max_workers) as pool:
-                futures = [pool.submit(_play_one, policy, ep, max_turns, max_new_tokens_per_turn, max_images)
-                           for ep in live]
-                for future in futures:
-                    future.result()
+    for episode in episodes:
+        _start(policy, episode)
+    live = [ep for ep in episodes if ep.stop_reason is None]
+    while live:
+        for episode, turn in zip(live, _generate(policy, live, max_new_tokens_per_turn)):
+            _after_turn(episode, turn, policy, max_turns, max_images)
+        live = [ep for ep in live if ep.stop_reason is None]
     return [_trajectory(ep) for ep in episodes]
 
 
 async def play(policy, env_cls_or_factory: type | Callable, example: dict, *, index: int = 0, max_turns: int = 8,
                max_new_tokens_per_turn: int = 512, max_images: int = 16, system_prompt: str | None = None,
                tool_threads: Executor | None = None) -> Trajectory:
-    """``run_episodes`` for one example, on the running event loop, with a policy that has
-    ``agenerate`` (``OpenAIPolicy``): the same steps, with ``await`` where the reply comes. A turn
+    """One example's episode on the running event loop, with a policy that has ``agenerate``
+    (``OpenAIPolicy``): the steps of ``run_episodes``, with ``await`` where the reply comes. A turn
     with tool calls is taken in ``tool_threads`` (the loop's default executor when None): a tool
     may block (a web search) and must not stall the other episodes. The input images are checked
     but decoded only when first used (``load_example_images(decode=False)``): an endpoint is sent
@@ -271,7 +257,47 @@ async def play(policy, env_cls_or_factory: type | Callable, example: dict, *, in
                 await loop.run_in_executor(tool_threads, _after_turn, episode, turn, policy, max_turns, max_images)
             else:
                 _after_turn(episode, turn, policy, max_turns, max_images)
-    except Exception as err:  # as _play_one: a bug in one episode must not take the others down
+    except Exception as err:  # a bug in one episode must not take the others down
         logger.warning("episode %d failed: %r", episode.index, err, exc_info=True)
         _stop(episode, "error", f"{type(err).__name__}: {err}")
     return _trajectory(episode)
+
+
+def play_all(policy, env_cls_or_factory: type | Callable, examples: list[dict], *, concurrency: int = 8,
+             on_done: Callable | None = None, **play_kwargs) -> list[Trajectory]:
+    """``play`` every example, ``concurrency`` at a time, on one event loop (in a thread of its own
+    when this thread already runs one, as in a notebook); tool turns run in a pool of
+    ``concurrency`` threads. ``on_done(index, trajectory, seconds)`` is called as each episode ends;
+    the first error out of it (a prediction that could not be written) stops the run and is raised.
+    The policy's connections are closed before the loop ends (``aclose``)."""
+    trajectories: list = [None] * len(examples)
+
+    async def main(tool_threads: Executor) -> None:
+        pending = iter(enumerate(examples))
+
+        async def worker() -> None:
+            for index, example in pending:
+                start = time.monotonic()
+                trajectories[index] = await play(policy, env_cls_or_factory, example, index=index,
+                                                 tool_threads=tool_threads, **play_kwargs)
+                if on_done is not None:
+                    on_done(index, trajectories[index], time.monotonic() - start)
+
+        tasks = [asyncio.ensure_future(worker()) for _ in range(max(1, min(concurrency, len(examples))))]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await policy.aclose()
+
+    with ThreadPoolExecutor(max(1, concurrency), thread_name_prefix="episode-tools") as tool_threads:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # the usual case: no loop running here
+            asyncio.run(main(tool_threads))
+        else:
+            with ThreadPoolExecutor(1, thread_name_prefix="episode-loop") as loop_thread:
+                loop_thread.submit(asyncio.run, main(tool_threads)).result()
+    return trajectories

@@ -4,9 +4,10 @@
   ``fetch`` returns a document of the corpus by URL. Offline and deterministic: tests and
   training.
 - ``SearxngBackend``: ``GET {base}/search?q=...&format=json`` on a self-hosted SearXNG (or any
-  API answering the same JSON), pages fetched over HTTP(S). Timeouts, retries with backoff on
-  timeouts / connection errors / 429 / 5xx, response-size caps; an optional key is read from an
-  environment variable and sent as a bearer header, never logged. ``fetch`` refuses non-HTTP
+  API answering the same JSON), pages fetched over HTTP(S) through ``lookcloser.http_client``
+  (timeouts, retries with backoff on timeouts / connection errors / 429 / 5xx), response-size
+  caps; an optional key is read from an environment variable and sent as a bearer header, never
+  logged. ``fetch`` refuses non-HTTP
   URLs and, unless ``allow_private_hosts``, hosts on loopback or private networks (the URL is the
   model's choice).
 
@@ -23,12 +24,14 @@ import logging
 import os
 import re
 import socket
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Protocol
 from urllib.parse import urljoin, urlsplit
 
+import httpx2
+
+from lookcloser import http_client
 from lookcloser.agent.toolkit import ToolError
 
 logger = logging.getLogger(__name__)
@@ -105,46 +108,38 @@ class SearxngBackend:
         self.base_url = base_url.rstrip("/")
         self.api_key_env, self.timeout, self.retries = api_key_env, timeout, retries
         self.backoff, self.max_bytes, self.allow_private_hosts = backoff, max_bytes, allow_private_hosts
+        self._http = None  # made on first use; shared by the tool threads (httpx2 clients are thread-safe)
 
     def __repr__(self) -> str:  # never shows the key
         return f"SearxngBackend({self.base_url!r}, api_key_env={self.api_key_env!r})"
 
     def _headers(self) -> dict[str, str]:
-        headers = {"User-Agent": "lookcloser-agent/0.1", "Accept": "application/json, text/html;q=0.9, */*;q=0.5"}
-        key = os.environ.get(self.api_key_env) if self.api_key_env else None
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        return headers
+        return {"User-Agent": "lookcloser-agent/0.1", "Accept": "application/json, text/html;q=0.9, */*;q=0.5",
+                **http_client.bearer(self.api_key_env)}
 
-    def _get(self, url: str, params: dict | None = None, headers: dict | None = None) -> tuple[int, dict, bytes, str]:
-        """GET with retries; returns (status, headers, body capped at max_bytes, final url)."""
-        import requests
-
-        last = "no attempt"
-        for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(self.backoff * 2 ** (attempt - 1))
+    def _get(self, url: str, params: dict | None = None, headers: dict | None = None) -> tuple:
+        """GET with retries, redirects not followed; (status, headers, body cut at ``max_bytes``)."""
+        if self._http is None:
+            self._http = http_client.client(self.timeout)
+        try:
+            request = self._http.build_request("GET", url, params=params, headers=headers or {})
+            reply = http_client.send(self._http, request, self.retries, self.backoff, stream=True)
             try:
-                with requests.get(url, params=params, headers=headers or {}, timeout=self.timeout, stream=True,
-                                  allow_redirects=False) as resp:
-                    if resp.status_code == 429 or resp.status_code >= 500:
-                        last = f"HTTP {resp.status_code}"
-                        continue
-                    body = b""
-                    for chunk in resp.iter_content(65536):
-                        body += chunk
-                        if len(body) >= self.max_bytes:
-                            body = body[: self.max_bytes]
-                            break
-                    return resp.status_code, dict(resp.headers), body, resp.url
-            except requests.Timeout:
-                last = f"timed out after {self.timeout:g}s"
-            except requests.RequestException as err:
-                last = type(err).__name__
-        raise ToolError(f"request failed after {self.retries + 1} attempts ({last})")
+                body = b""
+                for chunk in reply.iter_bytes():
+                    body += chunk
+                    if len(body) >= self.max_bytes:
+                        break
+            finally:
+                reply.close()
+        except http_client.RequestFailed as err:
+            raise ToolError(str(err)) from None
+        except httpx2.HTTPError as err:  # the body broke off after the headers
+            raise ToolError(f"reading {url} failed ({type(err).__name__})") from None
+        return reply.status_code, reply.headers, body[:self.max_bytes]  # headers: case-insensitive
 
     def search(self, query: str, max_results: int) -> list[SearchResult]:
-        status, _, body, _ = self._get(f"{self.base_url}/search", {"q": query, "format": "json"}, self._headers())
+        status, _, body = self._get(f"{self.base_url}/search", {"q": query, "format": "json"}, self._headers())
         if status != 200:
             raise ToolError(f"search failed with HTTP {status}")
         try:
@@ -161,7 +156,7 @@ class SearxngBackend:
         for _ in range(max_redirects + 1):
             check_public_url(url, self.allow_private_hosts)
             # The search key is for the search service only: pages get no Authorization header.
-            status, headers, body, _ = self._get(url, headers={"User-Agent": "lookcloser-agent/0.1"})
+            status, headers, body = self._get(url, headers={"User-Agent": "lookcloser-agent/0.1"})
             if status in (301, 302, 303, 307, 308) and headers.get("Location"):
                 url = urljoin(url, headers["Location"])
                 continue

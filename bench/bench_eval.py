@@ -1,35 +1,24 @@
 """Eval client concurrency against an endpoint, printed as JSON.
 
 A TIR-Bench-sized run (1,215 items, the real per-task counts, generated images in the official
-layout) against a loopback OpenAI-compatible server (``eval.fake_endpoint``, a real HTTP server in
-its own process, as vLLM would be) that answers every request after ``--latencies`` seconds
-(default 0.2 and 0.02) with the item's gold answer. For each latency the whole benchmark runs
-``--repeats`` times with ``--concurrency`` episodes in flight, each run a fresh client process; with
-``--baseline DIR`` (another checkout's root, e.g. ``git archive main``) its client code runs too,
-alternating with ours against the same server. The sequential client (concurrency 1) runs on the
-first items for about ``--sequential-seconds`` (at least 50 items): both are measured rates,
-nothing is extrapolated.
+layout) against a loopback OpenAI-compatible server (``testing.fake_endpoint``, a real HTTP server
+in its own process, as vLLM would be) that answers every request after ``--latencies`` seconds
+(default 1 and 0.2, as a real VLM endpoint answers in 0.5-5 s) with the item's gold answer. For
+each latency the whole benchmark runs ``--repeats`` times with ``--concurrency`` episodes in flight,
+each run a fresh client process (after a 64-item warm-up); with ``--baseline DIR`` (another
+checkout's root, e.g. ``git archive <commit>``) its client code runs too, alternating with ours
+against the same server, and both must return the same predictions.
 
 Per run: items/s and its share of the ideal (concurrency / latency); "mean in flight", the
-server's busy time (the sum of every request's time inside it) over the run's wall time (the
-ideal is the concurrency; a server answering late inflates it, so the server's mean time per
-request is printed beside it); the client's and the server's CPU. Medians with [min, max] over
-the repeats. Timings cover the agent loop and the prediction file (``run_benchmark``).
+server's busy time (the sum of every request's time inside it) over the run's wall time, with the
+server's mean time per request beside it (a server answering late inflates it); the client's and
+the server's CPU. Medians with [min, max] over the repeats. Timings cover the agent loop and the
+prediction file (``run_benchmark``).
 
-``--parts`` instead splits the client's CPU per item (single thread, ``time.process_time``, the
-least disturbed of 5 passes over ``--parts-items`` items) into its named parts: opening the
-example's images (decoded, as a local checkpoint's episodes do, and undecoded, as an endpoint's do),
-the tool schemas an episode gets, parsing the reply, one HTTP request and reply.
-The whole single-thread cost per item is ``--latencies 0.001 --concurrency 1``'s client CPU.
-
-    python bench/bench_eval.py [--concurrency 64] [--latencies 0.2 0.02] [--repeats 3] [--baseline DIR]
-    python bench/bench_eval.py --parts [--repeats 3] [--baseline DIR]
-
-``--client-processes N`` deals each timed run's items to N forked client processes (a design
-``eval`` does not have, measured rather than argued: their CPU counts as the client's).
+    python bench/bench_eval.py [--photos] [--concurrency 64] [--latencies 1 0.2] [--repeats 3] [--baseline DIR]
 
 ``--photos`` makes every image a 1600x1200 photo-like JPEG (~200 KB), the size of real TIR-Bench
-images, where decoding (~11 ms a photo) is what a client can spend its CPU on.
+images.
 """
 
 from __future__ import annotations
@@ -47,7 +36,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -114,135 +102,45 @@ def import_lookcloser_from(tree: Path) -> None:
     sys.meta_path.insert(0, TreeFinder)
 
 
-def client(url: str, data: str, concurrency: int, limit: int, out: str, processes: int = 1) -> None:
+def client(url: str, data: str, concurrency: int, limit: int, out: str) -> None:
     """One timed client run, in its own process (``--client``); the code is the checkout in the
-    working directory (ours or ``--baseline``). Prints its JSON result. ``processes`` > 1: the
-    timed run's items are dealt to that many forked processes (``concurrency / processes`` episodes
-    in flight in each, on its own event loop), a design ``eval`` does not have, measured here; their
-    CPU counts as the client's."""
-    import resource
-
+    working directory (ours or ``--baseline``), its policy built as ``python -m eval`` builds it.
+    Prints its JSON result."""
     import_lookcloser_from(Path.cwd())
-    from lookcloser.agent.openai_policy import OpenAIPolicy
     from lookcloser.eval import runner
     from lookcloser.eval.config import EvalConfig
     from lookcloser.eval.loaders import load_benchmark
-    from lookcloser.eval.runner import PredictionStore, env_factory, run_benchmark
 
     items = load_benchmark("tir_bench", data)[:limit]
+    cfg = EvalConfig(model=url, concurrency=concurrency, save_trajectories=False, request_timeout=30.0)
+    policy = runner.build_policy(cfg)
 
-    def run(items, out: Path, concurrency: int = concurrency) -> dict:
-        cfg = EvalConfig(model=url, concurrency=concurrency, save_trajectories=False, request_timeout=30.0)
-        policy = OpenAIPolicy(url, "fake-model", timeout=30.0, max_workers=1)
-        return run_benchmark("tir_bench", items, policy, cfg, out, env_factory("tir_bench", cfg))
+    def run(items, out: Path) -> dict:
+        return runner.run_benchmark("tir_bench", items, policy, cfg, out, runner.env_factory("tir_bench", cfg))
 
-    def run_forked(items, out: Path) -> dict:
-        children = []
-        for k in range(processes):
-            pid = os.fork()
-            if pid == 0:  # the child: its share, then gone without running the parent's cleanup
-                code = 0
-                try:
-                    run(items[k::processes], out / f"share_{k}", max(1, concurrency // processes))
-                except BaseException:  # noqa: BLE001 - shown here, reported by the parent's exit status
-                    traceback.print_exc()
-                    code = 1
-                finally:
-                    sys.stderr.flush()
-                    os._exit(code)
-            children.append(pid)
-        if any(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children):
-            raise SystemExit("error: a forked client process failed (its traceback is above)")
-        predictions = {}
-        for k in range(processes):
-            predictions.update(PredictionStore(out / f"share_{k}" / "predictions.jsonl").load())
-        return predictions
-
-    run(items[:64], Path(out) / "warmup")  # imports, connections
+    run(items[:64], Path(out) / "warmup")  # imports, caches
     print("ready", flush=True)
     sys.stdin.readline()  # the parent reads the server's counters, then says go
-    children_cpu = lambda: sum(getattr(resource.getrusage(resource.RUSAGE_CHILDREN), f) for f in ("ru_utime", "ru_stime"))
-    cpu, begin = time.process_time() + children_cpu(), time.perf_counter()
-    predictions = run(items, Path(out) / "run") if processes == 1 else run_forked(items, Path(out) / "run")
-    seconds, cpu = time.perf_counter() - begin, time.process_time() + children_cpu() - cpu
+    cpu, begin = time.process_time(), time.perf_counter()
+    predictions = run(items, Path(out) / "run")
+    seconds, cpu = time.perf_counter() - begin, time.process_time() - cpu
     records = {k: {"status": r["status"], "response": r["response"]} for k, r in predictions.items()}
     print(json.dumps({"seconds": seconds, "client_cpu_s": cpu, "items": len(items), "records": records,
-                      "code": [runner.__file__, sys.modules[OpenAIPolicy.__module__].__file__],
+                      "code": [runner.__file__, sys.modules[type(policy).__module__].__file__],
                       "predictions_sha1": hashlib.sha1(json.dumps(sorted(records.items())).encode()).hexdigest()}),
           flush=True)
 
 
-def _check_ran(tree: Path, files: list[str], who: str) -> None:
+def _check_ran(tree: Path, files: list[str]) -> None:
     """Refuse a run whose code came from outside ``tree`` (the checkout it was meant to measure)."""
     if not all(Path(path).resolve().is_relative_to(tree.resolve()) for path in files):
-        raise SystemExit(f"error: the {who} meant to run {tree} ran other code")
+        raise SystemExit(f"error: the client meant to run {tree} ran other code")
 
 
-def parts_client(url: str, data: str, n_items: int, passes: int) -> None:
-    """CPU per item of the client's named parts, single thread, in this process (``--parts-client``,
-    run in the checkout to measure): opening the example's images, the tool schemas an episode
-    gets, parsing a reply, and one HTTP request/reply (a real request body) against ``url``."""
-    import_lookcloser_from(Path.cwd())
-    from lookcloser.agent.environments import ImageToolEnv, tool_schemas
-    from lookcloser.agent.images import load_example_images
-    from lookcloser.agent.loop import build_messages
-    from lookcloser.agent.openai_policy import OpenAIPolicy
-    from lookcloser.agent.parsing import parse_assistant_text
-    from lookcloser.eval.loaders import load_benchmark
-    from lookcloser.eval.scoring import gold_response
-
-    items = load_benchmark("tir_bench", data)[:n_items]
-    examples = [it.example for it in items]
-    replies = ["Looked closely. " + gold_response(it) for it in items]  # what the bench's server answers
-    tools = tool_schemas(ImageToolEnv)
-    policy = OpenAIPolicy(url, "fake-model", timeout=30.0, max_workers=1)
-    messages = policy.to_openai_messages(build_messages(examples[0], load_example_images(examples[0])))
-    body = policy._body({"model": "fake-model", "messages": messages, "max_tokens": 512, "temperature": 0.0}, tools)
-    parts = {
-        "open_example_images": lambda: [load_example_images(ex) for ex in examples],
-        "open_example_images_undecoded": lambda: [load_example_images(ex, decode=False) for ex in examples],
-        "tool_schemas": lambda: [tool_schemas(ImageToolEnv) for _ in examples],
-        "parse_reply": lambda: [parse_assistant_text(text, tools=tools) for text in replies],
-        "http_request_reply": lambda: [policy._post(body) for _ in examples],
-    }
-    result = {}
-    for name, run in parts.items():
-        run()  # warm-up: imports, caches, the connection
-        times = []
-        for _ in range(passes):
-            cpu = time.process_time()
-            run()
-            times.append(1000 * (time.process_time() - cpu) / len(examples))
-        result[name] = min(times)  # the least disturbed pass: CPU time still grows on a busy machine
-    print(json.dumps({"ms_per_item": result, "code": [sys.modules[parse_assistant_text.__module__].__file__]}))
-
-
-def parts(data: Path, args) -> dict:
-    """``parts_client`` for ours and ``--baseline``, in fresh processes, alternating, ``--repeats`` times."""
-    trees = {"ours": ROOT} | ({"baseline": Path(args.baseline).resolve()} if args.baseline else {})
-    server = _Server({}, 0.0)
-    runs: dict[str, list[dict]] = {name: [] for name in trees}
-    try:
-        for repeat in range(args.repeats):
-            for name in (list(trees) if repeat % 2 == 0 else list(trees)[::-1]):
-                command = [sys.executable, str(Path(__file__).resolve()), "--parts-client", server.url, str(data),
-                           str(args.parts_items), "5"]
-                done = subprocess.run(command, cwd=trees[name], capture_output=True, text=True, check=False)
-                if done.returncode:
-                    raise SystemExit(f"error: the parts client of {trees[name]} failed:\n{done.stderr[-3000:]}")
-                run = json.loads(done.stdout.splitlines()[-1])
-                _check_ran(trees[name], run["code"], "parts client")
-                runs[name].append(run["ms_per_item"])
-    finally:
-        server.stop()
-    return {name: {part: _spread(these, part, 3) for part in these[0]} for name, these in runs.items()}
-
-
-def measure(server: _Server, tree: Path, data: Path, concurrency: int, limit: int, out: Path,
-            processes: int = 1) -> dict:
+def measure(server: _Server, tree: Path, data: Path, concurrency: int, limit: int, out: Path) -> dict:
     """A client run of ``tree``'s code in a fresh process, with the server's counters around it."""
     command = [sys.executable, str(Path(__file__).resolve()), "--client", server.url, str(data), str(concurrency),
-               str(limit), str(out), str(processes)]
+               str(limit), str(out)]
     with subprocess.Popen(command, cwd=tree, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True) as child:
         ready = child.stdout.readline()
@@ -255,7 +153,7 @@ def measure(server: _Server, tree: Path, data: Path, concurrency: int, limit: in
     if ready.strip() != "ready" or child.returncode:
         raise SystemExit(f"error: the client of {tree} failed:\n{errors[-3000:]}")
     run = json.loads(result)
-    _check_ran(tree, run.pop("code"), "client")
+    _check_ran(tree, run.pop("code"))
     requests = max(1, after["requests"] - before["requests"])
     busy = after["busy_seconds"] - before["busy_seconds"]
     run.update(items_per_s=run["items"] / run["seconds"], in_flight=busy / run["seconds"],
@@ -280,9 +178,7 @@ def at_latency(latency: float, gold: dict, data: Path, n_items: int, args, tmp: 
             order = list(trees) if repeat % 2 == 0 else list(trees)[::-1]  # interleaved, alternating first
             for name in order:
                 runs[name].append(measure(server, trees[name], data, args.concurrency, n_items,
-                                          tmp / f"{name}_{latency}_{repeat}", args.client_processes))
-        n_sequential = min(n_items, max(50, round(args.sequential_seconds / latency)))
-        sequential = measure(server, ROOT, data, 1, n_sequential, tmp / f"sequential_{latency}")
+                                          tmp / f"{name}_{latency}_{repeat}"))
     finally:
         server.stop()
     ideal = args.concurrency / latency
@@ -295,45 +191,27 @@ def at_latency(latency: float, gold: dict, data: Path, n_items: int, args, tmp: 
             "server_ms_per_request": _spread(these, "server_ms_per_request", 2),
             "client_cpu_ms_per_item": _spread(these, "client_cpu_ms_per_item", 2),
             "server_cpu_ms_per_request": _spread(these, "server_cpu_ms_per_request", 3),
-            "speedup_over_sequential": round(statistics.median(r["items_per_s"] for r in these)
-                                             / sequential["items_per_s"], 1),
         }
     digests = {r["predictions_sha1"] for these in runs.values() for r in these}
     result["same_predictions_every_run"] = len(digests) == 1
-    result["sequential"] = {"items_measured": n_sequential, "seconds": round(sequential["seconds"], 2),
-                            "items_per_s": round(sequential["items_per_s"], 2)}
     result["_records"] = runs["ours"][0]["records"]
     return result
 
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--client":
-        url, data, concurrency, limit, out, processes = sys.argv[2:8]
+        url, data, concurrency, limit, out = sys.argv[2:7]
         logging.basicConfig(level=logging.WARNING)
-        client(url, data, int(concurrency), int(limit), out, int(processes))
-        return
-    if len(sys.argv) > 1 and sys.argv[1] == "--parts-client":
-        url, data, n_items, passes = sys.argv[2:6]
-        logging.basicConfig(level=logging.WARNING)
-        parts_client(url, data, int(n_items), int(passes))
+        client(url, data, int(concurrency), int(limit), out)
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--concurrency", type=int, default=64)
-    parser.add_argument("--latencies", type=float, nargs="+", default=[0.2, 0.02])
+    parser.add_argument("--latencies", type=float, nargs="+", default=[1.0, 0.2])
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per client and latency")
     parser.add_argument("--baseline", default=None,
                         help="root of another checkout whose client runs alternately with ours")
-    parser.add_argument("--sequential-seconds", type=float, default=20.0,
-                        help="the sequential baseline runs max(50, this / latency) items, measured")
     parser.add_argument("--items", type=int, default=None,
                         help="the first N items only (a quick check; the figures are for all 1,215)")
-    parser.add_argument("--client-processes", type=int, default=1,
-                        help="deal each timed run's items to this many forked client processes (a design "
-                             "eval does not have, measured: concurrency / N episodes in flight in each)")
-    parser.add_argument("--parts", action="store_true",
-                        help="instead: the client's CPU per item by part (images, schemas, parsing, HTTP), "
-                             "single thread, ours and --baseline alternately, --repeats times")
-    parser.add_argument("--parts-items", type=int, default=600, help="items per pass with --parts")
     parser.add_argument("--photos", action="store_true",
                         help="every image file is a 1600x1200 photo-like JPEG (~200 KB, as real TIR-Bench "
                              "images are) instead of the fixture's small drawings")
@@ -342,8 +220,6 @@ def main() -> None:
         parser.error(f"--baseline {args.baseline}: no eval/runner.py there")
     if args.items is not None and args.items < 1:
         parser.error(f"--items {args.items}: must be at least 1")
-    if not 1 <= args.client_processes <= args.concurrency:
-        parser.error(f"--client-processes {args.client_processes}: must be from 1 to --concurrency")
     logging.basicConfig(level=logging.WARNING)
 
     from lookcloser.eval.fixtures import TIR_TASK_COUNTS, write_tir_bench
@@ -362,10 +238,7 @@ def main() -> None:
         # The prompts are unique ("[n] ..."): the server answers each with its gold answer.
         gold = {it.example["question"]: gold_response(it) for it in items}
         runs = []
-        if args.parts:
-            runs.append({"client_cpu_ms_per_item_by_part": parts(tmp / "tir_bench", args),
-                         "items_per_pass": min(args.parts_items, len(items))})
-        for latency in [] if args.parts else args.latencies:
+        for latency in args.latencies:
             result = at_latency(latency, gold, tmp / "tir_bench", len(items), args, tmp)
             predictions = {k: {"id": k, **r} for k, r in result.pop("_records").items()}
             metrics = aggregate("tir_bench", score_predictions(items, predictions))
@@ -375,11 +248,10 @@ def main() -> None:
     print(_compact(json.dumps({
         "benchmark": "eval client: TIR-Bench-sized run against a loopback OpenAI-compatible endpoint",
         "images": "1600x1200 JPEG photos" if args.photos else "the fixture's small drawings",
-        "client_processes": args.client_processes,
         "items": len(items),
         "format": "[median, min, max] over the repeats",
         "runs": runs,
-        "goal_in_flight_share": 0.9,
+        "goal_share_of_ideal_items_per_s": 0.9,
         "write_and_load_dataset_s": round(load_s, 2),
         "load_average_before_after": [round(load_before, 2), round(os.getloadavg()[0], 2)],
         "cpu_count": os.cpu_count(),

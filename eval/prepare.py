@@ -17,6 +17,8 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
+import shutil
 import subprocess
 import zipfile
 from pathlib import Path
@@ -68,15 +70,27 @@ def safe_extract(archive: Path, target: Path) -> int:
 
 
 def download(name: str, source: str, target: Path) -> Path:
-    target.mkdir(parents=True, exist_ok=True)
+    """Fetch ``source`` into ``target`` and arrange it. A download that fails (no network, an
+    unknown repository) or is interrupted removes the folders it created and, failing, raises
+    ``EvalError`` naming the source."""
     kind, _, where = source.partition(":")
-    if kind == "hf":
-        from huggingface_hub import snapshot_download  # lazy: only this command needs it
+    made = [p for p in (target, *target.parents) if not p.exists()]  # nearest first
+    shown = source
+    try:
+        if kind == "hf":
+            from huggingface_hub import constants, snapshot_download  # lazy: only this command needs them
 
-        snapshot_download(repo_id=where, repo_type="dataset", local_dir=str(target))
-    else:
-        if not (target / ".git").exists():
-            subprocess.run(["git", "clone", "--depth", "1", where, str(target)], check=True)
+            shown = f"{source} ({constants.ENDPOINT})"
+            snapshot_download(repo_id=where, repo_type="dataset", local_dir=str(target))
+        elif not (target / ".git").exists():
+            subprocess.run(["git", "clone", "--depth", "1", where, str(target)], check=True, capture_output=True,
+                           text=True, env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
+    except BaseException as err:
+        if made:
+            shutil.rmtree(made[-1], ignore_errors=True)
+        if isinstance(err, (OSError, subprocess.CalledProcessError)):
+            raise EvalError(f"could not download {name} from {shown}: {_reason(err)}") from err
+        raise
     for archive in sorted(target.rglob("*.zip")):
         marker = archive.with_suffix(".extracted")
         if not marker.exists():
@@ -91,6 +105,16 @@ def download(name: str, source: str, target: Path) -> Path:
         logger.warning("%s: no %s under %s; the layout may have changed (see docs/eval.md)", name, DATA_FILES[name],
                        target)
     return target
+
+
+def _reason(err: Exception) -> str:
+    """One line on why a download failed: git's last message, or the hub's underlying error."""
+    if isinstance(err, subprocess.CalledProcessError):
+        lines = (err.stderr or "").strip().splitlines()
+        return lines[-1] if lines else f"git exited with status {err.returncode}"
+    cause = err.__cause__ or err
+    lines = str(cause).strip().splitlines()
+    return f"{type(cause).__name__}: {lines[0]}" if lines else type(cause).__name__
 
 
 def _first(paths) -> Path | None:

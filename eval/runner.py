@@ -1,26 +1,24 @@
 """Running the agent loop over a benchmark: policies, concurrency, and resumable predictions.
 
-Every finished episode is appended to ``predictions.jsonl`` at once (flushed), so a killed run
-loses only the episodes in flight, and a rerun skips what is done. Endpoint episodes run
-``concurrency`` at a time as coroutines on one event loop (the policy retries each request with
-backoff); local-checkpoint episodes run ``batch_size`` at a time, batched per turn. An episode
-that ends in an error (the endpoint failed after its retries, an image would not open, the context
-overflowed) is recorded with ``status: "failed"`` and its error: it scores 0, is counted and
-listed, and a rerun tries it again (``retry_failed``).
+Every finished episode is appended to ``predictions.jsonl`` at once (flushed; one writer: the
+event loop's thread or this one), so a killed run loses only the episodes in flight, and a rerun
+skips what is done. Endpoint episodes run ``concurrency`` at a time as coroutines on one event loop
+(``agent.loop.play_all``; the policy retries each request with backoff); local-checkpoint
+episodes run ``batch_size`` at a time, batched per turn. An episode that ends in an error (the
+endpoint failed after its retries, an image would not open, the context overflowed) is recorded
+with ``status: "failed"`` and its error: it scores 0, is counted and listed, and a rerun tries it
+again (``retry_failed``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import hashlib
 import json
 import logging
 import os
 import re
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from lookcloser.eval.config import EvalConfig
@@ -34,7 +32,6 @@ class PredictionStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._lock = threading.Lock()
         self._fh = None  # kept open between appends (``close``): one open per run, not per record
 
     def load(self) -> dict[str, dict]:
@@ -55,23 +52,21 @@ class PredictionStore:
 
     def append(self, record: dict) -> None:
         line = json.dumps(record, ensure_ascii=False) + "\n"
-        with self._lock:
-            if self._fh is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._fh = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - until close()
-                self._fh.seek(0, os.SEEK_END)
-                if self._fh.tell():  # a torn last line from a crash must not swallow this record
-                    self._fh.seek(self._fh.tell() - 1)
-                    if self._fh.read(1) != "\n":
-                        self._fh.write("\n")
-            self._fh.write(line)
-            self._fh.flush()  # in the OS's hands now: a killed process loses nothing written
+        if self._fh is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - until close()
+            self._fh.seek(0, os.SEEK_END)
+            if self._fh.tell():  # a torn last line from a crash must not swallow this record
+                self._fh.seek(self._fh.tell() - 1)
+                if self._fh.read(1) != "\n":
+                    self._fh.write("\n")
+        self._fh.write(line)
+        self._fh.flush()  # in the OS's hands now: a killed process loses nothing written
 
     def close(self) -> None:
-        with self._lock:
-            if self._fh is not None:
-                self._fh.close()
-                self._fh = None
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
 
 
 # -- policies --
@@ -80,34 +75,21 @@ def is_endpoint(model: str) -> bool:
     return model.startswith(("http://", "https://"))
 
 
-def endpoint_base(url: str) -> str:
-    """Normalise an endpoint URL to its ``/v1`` base.
-
-    >>> endpoint_base("http://127.0.0.1:8000"), endpoint_base("http://h/v1/chat/completions")
-    ('http://127.0.0.1:8000/v1', 'http://h/v1')
-    """
-    base = url.rstrip("/")
-    base = re.sub(r"/chat/completions$", "", base)
-    return base if re.search(r"/v\d+[a-z]*$", base) else base + "/v1"
-
-
 def served_model(base: str, cfg: EvalConfig) -> str:
     """The name to request: the config's, else the first model the endpoint lists, else "default".
 
     The endpoint is asked either way: one that cannot be reached stops the run here, in seconds.
     """
-    import requests
-
+    from lookcloser import http_client
     from lookcloser.eval.loaders import EvalError
 
-    headers = {}
-    key = os.environ.get(cfg.api_key_env) if cfg.api_key_env else None
-    if key:
-        headers["Authorization"] = f"Bearer {key}"
-    try:
-        reply = requests.get(f"{base}/models", headers=headers, timeout=min(10.0, cfg.request_timeout))
-    except (requests.ConnectionError, requests.Timeout) as err:
-        raise EvalError(f"cannot reach the endpoint {base} ({type(err).__name__}): is the server up?") from err
+    with http_client.client(min(10.0, cfg.request_timeout)) as http:
+        request = http.build_request("GET", http_client.api_url(base, "models"),
+                                     headers=http_client.bearer(cfg.api_key_env))
+        try:
+            reply = http_client.send(http, request, retries=0, backoff=0.0)
+        except http_client.RequestFailed as err:
+            raise EvalError(f"cannot reach the endpoint {base} ({err.why}): is the server up?") from err
     if cfg.served_model_name:
         return cfg.served_model_name
     try:
@@ -121,12 +103,11 @@ def build_policy(cfg: EvalConfig):
     """``OpenAIPolicy`` for an endpoint URL, else ``HFPolicy`` on a local/hub checkpoint."""
     if is_endpoint(cfg.model):
         from lookcloser.agent.openai_policy import OpenAIPolicy
+        from lookcloser.http_client import api_base
 
-        base = endpoint_base(cfg.model)
-        # One episode per worker thread of ours; the policy's own pool is not used.
+        base = api_base(cfg.model)
         return OpenAIPolicy(base, served_model(base, cfg), api_key_env=cfg.api_key_env, timeout=cfg.request_timeout,
-                            retries=cfg.request_retries, backoff=cfg.retry_backoff, max_workers=1,
-                            temperature=cfg.temperature)
+                            retries=cfg.request_retries, backoff=cfg.retry_backoff, temperature=cfg.temperature)
     import torch
 
     from lookcloser.agent.hf_policy import HFPolicy
@@ -201,19 +182,17 @@ class _Progress:
         self.name, self.total, self.done, self.failed = name, total, done, 0
         self.start = self.last = time.monotonic()
         self.new = 0
-        self._lock = threading.Lock()
 
     def update(self, record: dict) -> None:
-        with self._lock:
-            self.done, self.new = self.done + 1, self.new + 1
-            self.failed += record["status"] != "ok"
-            now = time.monotonic()
-            if now - self.last >= 10 or self.done == self.total or self.new == 1:
-                self.last = now
-                rate = self.new / max(now - self.start, 1e-9)
-                left = (self.total - self.done) / max(rate, 1e-9)
-                logger.info("[%s] %d/%d done, %d failed this run, %.2f items/s, ETA %s", self.name, self.done,
-                            self.total, self.failed, rate, _duration(left))
+        self.done, self.new = self.done + 1, self.new + 1
+        self.failed += record["status"] != "ok"
+        now = time.monotonic()
+        if now - self.last >= 10 or self.done == self.total or self.new == 1:
+            self.last = now
+            rate = self.new / max(now - self.start, 1e-9)
+            left = (self.total - self.done) / max(rate, 1e-9)
+            logger.info("[%s] %d/%d done, %d failed this run, %.2f items/s, ETA %s", self.name, self.done,
+                        self.total, self.failed, rate, _duration(left))
 
 
 def _duration(seconds: float) -> str:
@@ -231,7 +210,7 @@ def _duration(seconds: float) -> str:
 def run_benchmark(benchmark: str, items: list[EvalItem], policy, cfg: EvalConfig, out_dir: str | Path,
                   factory) -> dict[str, dict]:
     """Run every item not yet done in ``out_dir/predictions.jsonl``; return all records by id."""
-    from lookcloser.agent.loop import play, run_episodes
+    from lookcloser.agent.loop import play_all, run_episodes
 
     out_dir = Path(out_dir)
     store = PredictionStore(out_dir / "predictions.jsonl")
@@ -245,123 +224,36 @@ def run_benchmark(benchmark: str, items: list[EvalItem], policy, cfg: EvalConfig
     loop_kwargs = {"max_turns": cfg.turns(benchmark), "max_new_tokens_per_turn": cfg.max_new_tokens_per_turn,
                    "max_images": cfg.max_images, "system_prompt": cfg.system_prompt}
 
-    def attempt_of(item: EvalItem) -> int:
-        return int(previous.get(item.id, {}).get("attempt", 0)) + 1
-
-    def write(chunk: list[EvalItem], start: float, outcome: list | Exception) -> None:
+    def write(chunk: list[EvalItem], outcome: list | Exception, seconds: float) -> None:
         """Record a chunk's trajectories (or the error that ended them all) and count them."""
+        attempts = [int(previous.get(it.id, {}).get("attempt", 0)) + 1 for it in chunk]
         try:
             if isinstance(outcome, Exception):
                 raise outcome
-            seconds = (time.monotonic() - start) / len(chunk)
-            records = [_record(it, tr, attempt_of(it), seconds, out_dir, cfg.save_trajectories)
-                       for it, tr in zip(chunk, outcome)]
+            records = [_record(it, tr, attempt, seconds, out_dir, cfg.save_trajectories)
+                       for it, tr, attempt in zip(chunk, outcome, attempts)]
         except Exception as err:  # the loop should not raise; if it does, record, don't drop
             logger.warning("[%s] episodes %s raised %r", benchmark, [it.id for it in chunk], err, exc_info=True)
-            records = [_failed(it, f"{type(err).__name__}: {err}", attempt_of(it), time.monotonic() - start)
-                       for it in chunk]
+            records = [_failed(it, f"{type(err).__name__}: {err}", attempt, seconds)
+                       for it, attempt in zip(chunk, attempts)]
         for record in records:
             store.append(record)
             progress.update(record)
 
-    def run_chunk(chunk: list[EvalItem]) -> None:
-        start = time.monotonic()
-        try:
-            outcome = run_episodes(policy, factory, [it.example for it in chunk], **loop_kwargs)
-        except Exception as err:  # noqa: BLE001 - recorded as failed by write(), never dropped
-            outcome = err
-        write(chunk, start, outcome)
-
-    async def play_one(item: EvalItem, tool_threads) -> None:
-        start = time.monotonic()
-        try:
-            outcome = [await play(policy, factory, item.example, tool_threads=tool_threads, **loop_kwargs)]
-        except Exception as err:  # noqa: BLE001 - recorded as failed by write(), never dropped
-            outcome = err
-        write([item], start, outcome)
-
     try:
-        if getattr(policy, "batched", False):
-            for start in range(0, len(pending), max(1, cfg.batch_size)):
-                run_chunk(pending[start:start + max(1, cfg.batch_size)])
-        elif pending and hasattr(policy, "agenerate"):  # an endpoint: one event loop, no thread per episode
-            _on_event_loop(play_one, policy, pending, cfg.concurrency, f"eval-{benchmark}")
-        elif pending:
-            _in_threads(run_chunk, pending, cfg.concurrency, f"eval-{benchmark}")
+        if policy.batched:
+            size = max(1, cfg.batch_size)
+            for start in range(0, len(pending), size):
+                chunk, began = pending[start:start + size], time.monotonic()
+                try:
+                    outcome = run_episodes(policy, factory, [it.example for it in chunk], **loop_kwargs)
+                except Exception as err:  # noqa: BLE001 - recorded as failed by write(), never dropped
+                    outcome = err
+                write(chunk, outcome, (time.monotonic() - began) / len(chunk))
+        elif pending:  # an endpoint: its episodes as coroutines on one event loop
+            play_all(policy, factory, [it.example for it in pending], concurrency=cfg.concurrency,
+                     on_done=lambda index, trajectory, seconds: write([pending[index]], [trajectory], seconds),
+                     **loop_kwargs)
     finally:
         store.close()
     return store.load()
-
-
-def _on_event_loop(play_one, policy, pending: list[EvalItem], concurrency: int, name: str) -> None:
-    """``await play_one(item, tool_threads)`` for every item, ``concurrency`` at a time on one event
-    loop (in a thread of its own when this thread already runs one, as in a notebook). The first
-    error out of ``play_one`` (a prediction that could not be written) stops the run and is raised."""
-    async def main() -> None:
-        items = iter(pending)
-
-        async def worker() -> None:
-            for item in items:
-                await play_one(item, tool_threads)
-
-        tasks = [asyncio.ensure_future(worker()) for _ in range(max(1, min(concurrency, len(pending))))]
-        try:
-            await asyncio.gather(*tasks)
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            await policy.aclose()
-
-    with ThreadPoolExecutor(max(1, concurrency), thread_name_prefix=f"{name}-tools") as tool_threads:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:  # the usual case: no loop running here
-            asyncio.run(main())
-            return
-        errors: list[BaseException] = []
-        thread = threading.Thread(target=lambda: _catch(errors, lambda: asyncio.run(main())), name=name)
-        thread.start()
-        thread.join()
-        if errors:
-            raise errors[0]
-
-
-def _catch(errors: list, run) -> None:
-    try:
-        run()
-    except BaseException as err:  # noqa: BLE001 - handed to the caller's thread
-        errors.append(err)
-
-
-def _in_threads(run_chunk, pending: list[EvalItem], concurrency: int, name: str) -> None:
-    """``run_chunk([item])`` for every item, ``concurrency`` threads each taking the next item until
-    none is left (no future, waiter or hand-off per item, as a thread pool has). The first error
-    out of ``run_chunk`` (a prediction that could not be written) stops the run and is raised here."""
-    next_item, errors = iter(pending).__next__, []
-    take = threading.Lock()
-
-    def work() -> None:
-        while not errors:
-            with take:
-                try:
-                    item = next_item()
-                except StopIteration:
-                    return
-            try:
-                run_chunk([item])
-            except BaseException as err:  # noqa: BLE001 - handed to the caller's thread
-                errors.append(err)
-
-    threads = [threading.Thread(target=work, name=f"{name}_{k}", daemon=True)
-               for k in range(max(1, min(concurrency, len(pending))))]
-    for thread in threads:
-        thread.start()
-    try:
-        for thread in threads:
-            thread.join()
-    except BaseException as err:  # Ctrl-C: no new episode starts; those in flight end with the process
-        errors.append(err)
-        raise
-    if errors:
-        raise errors[0]

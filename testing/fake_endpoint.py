@@ -8,11 +8,13 @@ so a script can fail the first tries and then succeed. A reply is a dict:
 - ``{"content": "..."}``, optionally ``"tool_calls": [{"name": ..., "arguments": {...}}]``
 - ``{"status": 500}`` (any HTTP error status)
 - ``{"drop": True}``: close the connection without answering
+- ``{"raw": b"..."}``: these bytes as the whole reply, then close (a malformed reply)
 - ``{"sleep": seconds, ...}``: wait first (longer than the client's timeout: a timeout)
 
-The server counts requests, connections, the most requests in flight at once, and ``busy_seconds`` (the sum
-of every request's time in the server): over a stretch of wall time, busy seconds / wall seconds
-is the mean number of requests in flight. It must not be what limits a benchmark of a client: an
+The server records each request's target (``targets``: path and query) and ``Authorization``
+header (``authorizations``), and counts requests, connections, the most requests in flight at
+once, and ``busy_seconds`` (the sum of every request's time in the server): over a stretch of wall
+time, busy seconds / wall seconds is the mean number of requests in flight. It must not be what limits a benchmark of a client: an
 event loop waits out the latency with a timer, not a thread per request, so a request costs the
 server ~0.1 ms of CPU (a ``ThreadingHTTPServer`` took ~0.5 ms; ``bench/bench_eval.py`` prints it).
 """
@@ -90,9 +92,11 @@ class _Connection(asyncio.Protocol):
         del self.buffer[:end + 4 + length]
         self.keep_alive = version == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
         self.busy = True
+        self.endpoint.targets.append(path)
+        self.endpoint.authorizations.append(headers.get("authorization"))
         if method == "POST":
             self.endpoint._post(self, body)
-        elif method == "GET" and path.rstrip("/").endswith("/models"):
+        elif method == "GET" and path.partition("?")[0].rstrip("/").endswith("/models"):
             self.send(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
         else:
             self.send(404, {"error": "not found"})
@@ -117,6 +121,8 @@ class FakeEndpoint:
     def __init__(self, respond: Callable[[dict, int], dict], delay: float = 0.0, ssl_context=None) -> None:
         self.respond, self.delay, self.ssl_context = respond, delay, ssl_context  # a context: https
         self.requests = 0
+        self.targets: list[str] = []
+        self.authorizations: list[str | None] = []
         self.in_flight = 0
         self.max_in_flight = 0
         self.busy_seconds = 0.0
@@ -181,8 +187,9 @@ class FakeEndpoint:
 
     def _finish(self, conn: _Connection, request: dict, reply: dict, start: float) -> None:
         try:
-            if reply.get("drop"):
+            if reply.get("drop") or reply.get("raw"):
                 if conn.transport is not None:
+                    conn.transport.write(reply.get("raw", b""))
                     conn.transport.close()
             elif reply.get("status", 200) != 200:
                 conn.send(reply["status"], {"error": {"message": "scripted failure"}})

@@ -19,7 +19,7 @@ from testing.fake_endpoint import FakeEndpoint, conversation_key
 
 def _run(items, endpoint, out, concurrency):
     cfg = EvalConfig(model=endpoint.url, concurrency=concurrency, save_trajectories=False)
-    policy = OpenAIPolicy(endpoint.url, "m", api_key_env="", max_workers=1)
+    policy = OpenAIPolicy(endpoint.url, "m", api_key_env="")
     return run_benchmark("tir_bench", items, policy, cfg, out, env_factory("tir_bench", cfg))
 
 

@@ -69,3 +69,39 @@ def test_prepare_sources_and_safe_unzip(tmp_path):
     with pytest.raises(ValueError, match="would leave"):
         safe_extract(evil, tmp_path / "out2")
     assert not (tmp_path / "escape.txt").exists()
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on: a connection there is refused, as offline."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.parametrize("source", ["hub", "git"])
+def test_prepare_without_a_network_is_one_line_naming_the_source(source, tmp_path, capsys, monkeypatch):
+    """No network (the hub, or a git server, on a closed loopback port): one ``error:`` line naming the
+    source, exit 2, and no folder left behind, not even the data root it would have made."""
+    import sys
+
+    from huggingface_hub import constants
+
+    from lookcloser.eval.__main__ import cli
+
+    url = f"http://127.0.0.1:{_closed_port()}"
+    monkeypatch.setattr(constants, "ENDPOINT", url)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)  # the suite sets it; here the network itself fails
+    argv = ["python -m eval", "prepare", "--benchmarks", "tir_bench", "--data_root", str(tmp_path / "data")]
+    expected = f"error: could not download tir_bench from hf:Agents-X/TIR-Bench ({url}): ConnectError"
+    if source == "git":
+        argv += ["--source", f"tir_bench=git:{url}/TIR-Bench.git"]
+        expected = f"error: could not download tir_bench from git:{url}/TIR-Bench.git: fatal: unable to access"
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as exit_info:
+        cli()
+    assert exit_info.value.code == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if "error" in line.lower() or "Traceback" in line]
+    assert len(err) == 1 and err[0].startswith(expected), err
+    assert list(tmp_path.iterdir()) == []
