@@ -62,16 +62,16 @@ def test_main_job_checkpoint_evaluates_end_to_end(tiny_model_dir, tmp_path):
 @pytest.mark.slow
 def test_learning_check_mir_accuracy_rises_from_chance_to_90_percent(tiny_model_dir, tmp_path):
     """The main job (60 epochs of stage-1 SFT on the bundled 64 records), evaluated as trained on
-    64 records it never saw (sample_mir seed 7): reading the stage-1 reference context.
+    64 records it never saw (held-out seed 7007, data_builders.heldout): reading the stage-1 reference context.
 
     Chance is 37.5% (half 4-option, half 2-option questions). Controls: the same run at learning
     rate 0 fails the assertion. The gray-image run stays far above chance, and that is the point of
     it: the stage-1 context states the answer, so the main job learns to read, not to look
     (tests/test_learning_pixels.py holds the curriculum's pixel check).
     """
-    from lookcloser.data_builders.sample_mir import generate_sample
+    from lookcloser.data_builders.heldout import write_heldout
 
-    held_out = generate_sample(tmp_path / "held_out", per_family=16, seed=7).parent
+    held_out = write_heldout(tmp_path / "held_out", 7007, ("mir",))["mir"]
     recipe = ["recipes/eval_mir_stage1.yaml", "--data_root", str(held_out)]
 
     def accuracy(model, name, *extra):

@@ -36,6 +36,8 @@ def pipeline(tmp_path_factory, tiny_model_dir):
     text = yaml.safe_dump(recipe, sort_keys=False).replace(recipe["output_dir"], str(root / "run"))
     moved = yaml.safe_load(text)
     for stage in moved["stages"]:
+        if stage.get("recipe"):  # a base recipe sits beside the curriculum recipe
+            stage["recipe"] = str(RECIPE.resolve().parent / stage["recipe"])
         if stage["name"] == "imagenet_think_data":
             stage["rows"] = 100
         if stage["name"] == "eval":

@@ -164,7 +164,8 @@ def plan(recipe_path: str | Path, skip: tuple[str, ...] = (), model: str | None 
     for raw in stages_raw:
         if raw["name"] in skip:
             continue
-        base = load_recipe_mapping(Path(raw["recipe"]), f"base recipe of stage {raw['name']!r}") if raw.get("recipe") else {}
+        base = load_recipe_mapping(_base_recipe(raw["recipe"], recipe_path),
+                                   f"base recipe of stage {raw['name']!r}") if raw.get("recipe") else {}
         own = {k: v for k, v in raw.items() if k not in STAGE_KEYS}
         makes_model = bool(raw.get("makes_model", True))
         chained = [s for s in stages if s.makes_model]
@@ -360,7 +361,7 @@ def run(recipe_path: str | Path, skip: tuple[str, ...] = (), dry_run: bool = Fal
     for k, (stage, to_run, _) in enumerate(decisions, start=1):
         if not to_run:
             continue
-        started = time.time()
+        started, cpu_started = time.time(), _cpu_seconds()
         print(f"[curriculum] stage {k}/{len(stages)} {stage.name} starts", flush=True)
         try:
             with curriculum_stage(str(stage.output_dir.parent), stage.name, k, len(stages)):  # one W&B group
@@ -370,20 +371,36 @@ def run(recipe_path: str | Path, skip: tuple[str, ...] = (), dry_run: bool = Fal
             if root.is_dir() and not any(root.iterdir()):  # made by this run for a stage that kept nothing
                 root.rmdir()
             raise _interrupted(stages, stage) from None
+        cpu = _cpu_seconds() - cpu_started
         if launcher or _is_main_process():  # in-process under accelerate: every rank trains, one writes
             stage.marker.write_text(json.dumps({"name": stage.name, "config": stage.config,
                                                 "inputs": stage_inputs(stage),
-                                                "seconds": round(time.time() - started, 1)}, indent=2))
+                                                "seconds": round(time.time() - started, 1),
+                                                "cpu_seconds": round(cpu, 1)}, indent=2))
         if not launcher:
             _barrier()
         gc.collect()
         done_seconds.append(time.time() - started)
         left = len(pending) - len(done_seconds)
         eta = f", about {left * sum(done_seconds) / len(done_seconds):.0f}s left at this pace" if left else ""
-        print(f"[curriculum] {stage.name}: finished in {done_seconds[-1]:.0f}s "
+        print(f"[curriculum] {stage.name}: finished in {done_seconds[-1]:.0f}s ({cpu:.0f}s of CPU) "
               f"({len(done_seconds)}/{len(pending)} trained, {time.time() - begun:.0f}s so far{eta})", flush=True)
     print(closing_line(stages), flush=True)
     return stages
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and its finished children (a launcher's stage processes)."""
+    import os
+
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def _base_recipe(name: str, curriculum: Path) -> Path:
+    """A stage's base ``recipe``: beside the curriculum recipe, else from the working folder."""
+    beside = Path(curriculum).parent / name
+    return beside if beside.is_file() else Path(name)
 
 
 def closing_line(stages: list[Stage]) -> str:
