@@ -23,25 +23,14 @@ import random
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
 
 from PIL import Image, ImageDraw
 
+from lookcloser.data_builders.sample_mir import COLOURS, SHAPES, SampleFolder, draw_shape, sample_command
+
 SIZE = 224
-COLOURS = {"red": (220, 30, 30), "green": (30, 170, 60), "blue": (40, 70, 220), "yellow": (235, 200, 20)}
-SHAPES = ("circle", "square", "triangle")
 QUADRANTS = ("top left", "top right", "bottom left", "bottom right")
 NUMBERS = ("no", "one", "two", "three", "four")
-
-
-def _draw(draw: ImageDraw.ImageDraw, shape: str, box: tuple[int, int, int, int], fill) -> None:
-    x0, y0, x1, y1 = box
-    if shape == "circle":
-        draw.ellipse(box, fill=fill)
-    elif shape == "square":
-        draw.rectangle(box, fill=fill)
-    else:
-        draw.polygon([((x0 + x1) // 2, y0), (x1, y1), (x0, y1)], fill=fill)
 
 
 def draw_picture(rng: random.Random) -> tuple[Image.Image, list[dict]]:
@@ -55,7 +44,7 @@ def draw_picture(rng: random.Random) -> tuple[Image.Image, list[dict]]:
         side = rng.randint(36, 92)
         x0 = (q % 2) * half + rng.randint(6, half - side - 6)
         y0 = (q // 2) * half + rng.randint(6, half - side - 6)
-        _draw(draw, shape, (x0, y0, x0 + side, y0 + side), COLOURS[colour])
+        draw_shape(draw, shape, (x0, y0, x0 + side, y0 + side), COLOURS[colour])
         placed.append({"colour": colour, "shape": shape, "where": QUADRANTS[q], "size": "large" if side > 64 else "small"})
     return img, placed
 
@@ -118,36 +107,27 @@ def generate_sample(out_dir: str | Path, rows: int = 400, seed: int = 0, shards:
 
 
 @dataclass
-class SampleArguments:
-    """Where the sample goes and how big it is."""
+class SampleArguments(SampleFolder):
+    """Where the sample goes (data/train-*.parquet) and how big it is."""
 
-    POSITIONAL: ClassVar = ("out_dir",)
-    out_dir: str | None = field(default=None, metadata={"help": "folder for data/train-*.parquet"})
     rows: int = field(default=400, metadata={"help": "pictures, two traces each"})
     seed: int = 0
     shards: int = 2
 
     def __post_init__(self) -> None:
-        from lookcloser.checks import check_output_folder, check_range
-        from lookcloser.errors import RecipeError
+        from lookcloser.checks import check_range
 
-        if not self.out_dir:
-            raise RecipeError("give the output folder (first argument, or --out_dir)")
-        check_output_folder("out_dir", self.out_dir)
+        super().__post_init__()
         check_range("rows", self.rows, 1)
         check_range("shards", self.shards, 1, self.rows)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from lookcloser.cli import run
-    from lookcloser.recipes import parse_flags
-
     def write(args: SampleArguments) -> None:
         print(generate_sample(args.out_dir, args.rows, args.seed, args.shards))
 
-    prog = "python -m data_builders.sample_imagenet_think"
-    return run(write, lambda: (parse_flags(SampleArguments, argv, prog=prog, description=__doc__.splitlines()[0]),),
-               prog=prog, argv=argv)
+    return sample_command(SampleArguments, write, argv, "python -m data_builders.sample_imagenet_think",
+                          __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

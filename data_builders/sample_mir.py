@@ -32,7 +32,7 @@ def _canvas() -> Image.Image:
     return Image.new("RGB", (SIZE, SIZE), (245, 245, 245))
 
 
-def _draw_shape(draw: ImageDraw.ImageDraw, shape: str, box: tuple[int, int, int, int], fill) -> None:
+def draw_shape(draw: ImageDraw.ImageDraw, shape: str, box: tuple[int, int, int, int], fill) -> None:
     x0, y0, x1, y1 = box
     if shape == "circle":
         draw.ellipse(box, fill=fill)
@@ -56,7 +56,7 @@ def _colour_record(rng: random.Random, i: int, out: Path, answer: int) -> dict:
     colour = list(COLOURS)[answer]
     shape = rng.choice(SHAPES)
     img = _canvas()
-    _draw_shape(ImageDraw.Draw(img), shape, _centered_box(rng, rng.randint(24, 40)), COLOURS[colour])
+    draw_shape(ImageDraw.Draw(img), shape, _centered_box(rng, rng.randint(24, 40)), COLOURS[colour])
     rel = f"colour/{i:03d}.png"
     img.save(out / rel)
     letter = LETTERS[list(COLOURS).index(colour)]
@@ -78,7 +78,7 @@ def _which_red_record(rng: random.Random, i: int, out: Path, answer: int) -> dic
     for k in range(2):
         colour = "red" if k == red_index else other
         img = _canvas()
-        _draw_shape(ImageDraw.Draw(img), shape, _centered_box(rng, rng.randint(24, 40)), COLOURS[colour])
+        draw_shape(ImageDraw.Draw(img), shape, _centered_box(rng, rng.randint(24, 40)), COLOURS[colour])
         rel = f"which_red/{i:03d}_{k + 1}.png"
         img.save(out / rel)
         rels.append(rel)
@@ -102,7 +102,7 @@ def _bigger_record(rng: random.Random, i: int, out: Path, answer: int) -> dict:
     for k in range(2):
         size = big if k == bigger_index else small
         img = _canvas()
-        _draw_shape(ImageDraw.Draw(img), "circle", _centered_box(rng, size), COLOURS[colour])
+        draw_shape(ImageDraw.Draw(img), "circle", _centered_box(rng, size), COLOURS[colour])
         rel = f"bigger/{i:03d}_{k + 1}.png"
         img.save(out / rel)
         rels.append(rel)
@@ -197,34 +197,50 @@ def generate_sample(out_dir: str | Path, per_family: int = 16, seed: int = 0, av
 
 
 @dataclass
-class SampleArguments:
-    """Where the sample goes and how big it is."""
+class SampleFolder:
+    """Where a generated sample goes: the first argument (or ``--out_dir``)."""
 
     POSITIONAL: ClassVar = ("out_dir",)
-    out_dir: str | None = field(default=None, metadata={"help": "folder for all_data_rel.json and its images"})
-    per_family: int = 16
-    seed: int = 0
+    out_dir: str | None = field(default=None, metadata={"help": "output folder"})
 
     def __post_init__(self) -> None:
-        from lookcloser.checks import check_output_folder, check_range
+        from lookcloser.checks import check_output_folder
         from lookcloser.errors import RecipeError
 
         if not self.out_dir:
             raise RecipeError("give the output folder (first argument, or --out_dir)")
         check_output_folder("out_dir", self.out_dir)
+
+
+def sample_command(arguments: type, write, argv: list[str] | None, prog: str, description: str) -> int:
+    """Parse ``arguments`` from ``argv`` and ``write(args)``: one ``error:`` line and exit 2 for a mistake."""
+    from lookcloser.cli import run
+    from lookcloser.recipes import parse_flags
+
+    return run(write, lambda: (parse_flags(arguments, argv, prog=prog, description=description),), prog=prog,
+               argv=argv)
+
+
+@dataclass
+class SampleArguments(SampleFolder):
+    """Where the sample goes (all_data_rel.json and its images) and how big it is."""
+
+    per_family: int = 16
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        from lookcloser.checks import check_range
+
+        super().__post_init__()
         check_range("per_family", self.per_family, 1)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from lookcloser.cli import run
-    from lookcloser.recipes import parse_flags
-
     def write(args: SampleArguments) -> None:
         print(generate_sample(args.out_dir, args.per_family, args.seed))
 
-    prog = "python -m data_builders.sample_mir"
-    return run(write, lambda: (parse_flags(SampleArguments, argv, prog=prog, description=__doc__.splitlines()[0]),),
-               prog=prog, argv=argv)
+    return sample_command(SampleArguments, write, argv, "python -m data_builders.sample_mir",
+                          __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":
