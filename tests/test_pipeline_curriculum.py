@@ -47,7 +47,7 @@ def pipeline(tmp_path_factory, tiny_model_dir):
     run(path, model=str(tiny_model_dir))
     torch.set_num_threads(threads)
     table = json.loads((root / "run" / "eval" / "comparison.json").read_text())
-    return {"root": root / "run", "table": table, "rows": {r["label"]: r for r in table["rows"]}}
+    return {"root": root / "run", "recipe": path, "table": table, "rows": {r["label"]: r for r in table["rows"]}}
 
 
 def test_every_stage_ran_and_the_table_has_every_column_and_row(pipeline):
@@ -56,6 +56,9 @@ def test_every_stage_ran_and_the_table_has_every_column_and_row(pipeline):
     assert pipeline["table"]["columns"] == ["tir_bench", "mir", "disbench", "imagemining"]
     assert list(pipeline["rows"]) == ["untrained", "imagenet_think", "mir_stage1", "mir_stage2", "mir_stage3",
                                       "mir_stage4", "look", "sft", "grpo", "grpo, gray images", "grpo, tools off"]
+    from lookcloser.train.curriculum import closing_line, plan
+
+    assert closing_line(plan(pipeline["recipe"])).endswith(f"reports: {pipeline['root'] / 'eval' / 'comparison.md'}")
     text = (pipeline["root"] / "eval" / "comparison.md").read_text()
     assert "DISBench F1" in text and "ImageMining acc" in text and (pipeline["root"] / "eval" / "comparison.png").is_file()
 

@@ -52,7 +52,7 @@ DEFAULT_SCRIPT = "train/sft.py"
 MARKER = "curriculum_done.json"
 STAGE_KEYS = ("name", "script", "recipe", "use_defaults", "makes_model")  # curriculum bookkeeping, not passed on
 TOP_KEYS = ("output_dir", "defaults", "stages", "launcher")
-REPORT_FILES = ("report.md",)  # a stage that writes one (an eval stage) is named in the closing line
+REPORT_FILES = ("report.md", "comparison.md")  # an eval stage's summary (python -m eval, eval/compare.py)
 
 
 class CurriculumError(RecipeError):
