@@ -33,9 +33,25 @@ DEFAULT_MODEL_PIXELS = 128 * 128
 
 
 def check_seed(seed: int, name: str = "--seed") -> None:
+    from lookcloser.errors import RecipeError
+
     if seed not in HELDOUT_SEEDS:
-        raise ValueError(f"{name} {seed} is not a held-out seed: held-out data uses seeds "
-                         f"{HELDOUT_SEEDS.start}-{HELDOUT_SEEDS.stop - 1}, which no recipe trains on")
+        raise RecipeError(f"{name} {seed} is not a held-out seed: held-out data uses seeds "
+                          f"{HELDOUT_SEEDS.start}-{HELDOUT_SEEDS.stop - 1}, which no recipe trains on")
+
+
+def check_benchmarks(benchmarks, name: str = "--benchmarks") -> None:
+    """At least one benchmark, each one this writer generates (a planned one is named as such)."""
+    from lookcloser.checks import check_names
+    from lookcloser.errors import RecipeError
+
+    missing = [b for b in benchmarks if b in NOT_YET]
+    if missing:
+        raise RecipeError(f"{name}: no held-out generator for {missing} yet (this command writes "
+                          f"{', '.join(GENERATED)})")
+    if not benchmarks:
+        raise RecipeError(f"{name}: give at least one of {', '.join(GENERATED)}")
+    check_names(name.lstrip("-"), benchmarks, list(GENERATED))
 
 
 # The bundled training pictures (data/mir_sample, data/mir_train) where the checkout has them.
@@ -69,13 +85,7 @@ def write_heldout(out_dir: str | Path, seed: int, benchmarks: tuple[str, ...] = 
     from lookcloser.data_builders.synthetic import TASKS
 
     check_seed(seed)
-    unknown = [b for b in benchmarks if b not in GENERATED + NOT_YET]
-    if unknown:
-        raise ValueError(f"--benchmarks: unknown {unknown}; choose from {', '.join(GENERATED + NOT_YET)}")
-    missing = [b for b in benchmarks if b in NOT_YET]
-    if missing:
-        raise ValueError(f"--benchmarks: no held-out generator for {missing} yet (this command writes "
-                         f"{', '.join(GENERATED)})")
+    check_benchmarks(benchmarks)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     work = out / f".partial-{seed}"
@@ -129,18 +139,10 @@ class HeldoutArguments:
     def __post_init__(self) -> None:
         from lookcloser.checks import check_names, check_output_folder, check_range
         from lookcloser.data_builders.synthetic import TASKS
-        from lookcloser.errors import RecipeError
 
         check_output_folder("out", self.out)
-        try:
-            check_seed(self.seed)
-        except ValueError as err:
-            raise RecipeError(str(err)) from None
-        missing = [b for b in self.benchmarks if b in NOT_YET]
-        if missing:
-            raise RecipeError(f"--benchmarks: no held-out generator for {missing} yet (this command writes "
-                              f"{', '.join(GENERATED)})")
-        check_names("benchmarks", self.benchmarks, list(GENERATED))
+        check_seed(self.seed)
+        check_benchmarks(self.benchmarks)
         check_names("tir_tasks", self.tir_tasks or [], list(TASKS))
         for name in ("mir_per_family", "tir_count", "model_pixels"):
             check_range(name, getattr(self, name), 1)

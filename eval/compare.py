@@ -134,18 +134,21 @@ class CompareArguments:
         if not self.runs:
             raise EvalError("give one or more python -m eval output folders")
         check_output_folder("out", self.out)
-        for run in self.runs:
-            if not (Path(run.split("=", 1)[0]) / "metrics.json").is_file():
-                raise EvalError(f"{Path(run.split('=', 1)[0]) / 'metrics.json'}: not found (give `python -m eval` "
-                                "output folders)")
+        for _, folder in self.labelled_runs():
+            if not (folder / "metrics.json").is_file():
+                raise EvalError(f"{folder / 'metrics.json'}: not found (give `python -m eval` output folders)")
+
+    def labelled_runs(self) -> list[tuple[str, Path]]:
+        """(label, folder) of each ``FOLDER[=LABEL]``; the label defaults to the folder's name."""
+        pairs = [run.split("=", 1) for run in self.runs]
+        return [(pair[1] if len(pair) == 2 else Path(pair[0]).name, Path(pair[0])) for pair in pairs]
 
 
 def compare_main(argv: list[str]) -> None:
     from lookcloser.recipes import parse_flags
 
     args = parse_flags(CompareArguments, argv, prog="python -m eval compare", description=CompareArguments.__doc__)
-    runs = [(run.split("=", 1)[1] if "=" in run else Path(run).name, Path(run.split("=", 1)[0])) for run in args.runs]
-    table = collect(runs)
+    table = collect(args.labelled_runs())
     paths = write_comparison(table, args.out, args.title)
     print(markdown(table, args.title))
     print(f"Comparison: {paths['md']} (+ {paths['json'].name}, {paths['png'].name})")
@@ -170,6 +173,15 @@ class CompareStageArguments:
         "help": "Token cap per turn in every row (a MIR stage-4 answer reasons ~150 tokens before its letter)."})
     batch_size: int = field(default=16, metadata={"help": "Episodes generated together."})
 
+    def __post_init__(self) -> None:
+        from lookcloser.data_builders.heldout import check_benchmarks, check_seed
+        from lookcloser.errors import RecipeError
+
+        check_seed(self.heldout_seed, "heldout_seed")
+        check_benchmarks(self.benchmarks, "benchmarks")
+        if self.controls_of and self.controls_of not in self.stages:
+            raise RecipeError(f"controls_of {self.controls_of!r} is not one of stages {self.stages}")
+
 
 def stage_rows(args: CompareStageArguments) -> list[tuple[str, str, dict]]:
     """(label, model, settings given on top of the checkpoint's prompting) for every row."""
@@ -183,24 +195,12 @@ def stage_rows(args: CompareStageArguments) -> list[tuple[str, str, dict]]:
     return rows
 
 
-def check_stage_args(args: CompareStageArguments) -> None:
-    from lookcloser.data_builders.heldout import GENERATED, check_seed
-
-    check_seed(args.heldout_seed, "heldout_seed")
-    unknown = [b for b in args.benchmarks if b not in GENERATED]
-    if unknown or not args.benchmarks:
-        raise ValueError(f"benchmarks: {unknown or 'none'}; held-out data is written for {', '.join(GENERATED)}")
-    if args.controls_of and args.controls_of not in args.stages:
-        raise ValueError(f"controls_of {args.controls_of!r} is not one of stages {args.stages}")
-
-
 def main(args: CompareStageArguments) -> str:
     from lookcloser.data_builders.heldout import write_heldout
     from lookcloser.eval.config import EvalConfig
     from lookcloser.eval.pipeline import apply_checkpoint_prompting, evaluate, prompting_line
 
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
-    check_stage_args(args)
     out = Path(args.output_dir)
     heldout = out / "heldout"
     wanted = {"seed": args.heldout_seed, "benchmarks": sorted(args.benchmarks), "mir_per_family": args.mir_per_family,
@@ -226,16 +226,10 @@ def main(args: CompareStageArguments) -> str:
 
 
 def parse_args(argv=None, planned=()):
-    """The stage's arguments, checked (the curriculum checks every stage this way before stage 1)."""
-    from lookcloser.errors import RecipeError
+    """The stage's arguments, checked as they are made (the curriculum checks every stage before stage 1)."""
     from lookcloser.recipes import parse_recipe
 
-    (args,) = parse_recipe((CompareStageArguments,), argv, description=__doc__)
-    try:
-        check_stage_args(args)
-    except ValueError as err:
-        raise RecipeError(str(err)) from None
-    return (args,)
+    return parse_recipe((CompareStageArguments,), argv, description=__doc__)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -60,3 +61,21 @@ def test_answer_prior_is_the_best_fixed_answer_per_task(two_runs):
     items = load_benchmark("mir", two_runs[0][1].parent / "heldout" / "mir")
     assert answer_prior(items) == 0.5
     assert markdown(collect(two_runs)).count("\n| ") >= 4
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"heldout_seed": 7}, "heldout_seed 7 is not a held-out seed"),
+    ({"benchmarks": ["disbench"]}, "no held-out generator for ['disbench'] yet"),
+    ({"benchmarks": []}, "give at least one of tir_bench, mir"),
+    ({"stages": ["sft"], "controls_of": "grpo"}, "controls_of 'grpo' is not one of stages ['sft']"),
+])
+def test_the_eval_stage_refuses_bad_settings_when_parsed(tmp_path, settings, message):
+    import yaml
+
+    from lookcloser.errors import RecipeError
+    from lookcloser.eval.compare import parse_args
+
+    recipe = tmp_path / "eval.yaml"
+    recipe.write_text(yaml.safe_dump({"output_dir": str(tmp_path / "eval"), **settings}))
+    with pytest.raises(RecipeError, match=re.escape(message)):
+        parse_args([str(recipe)])

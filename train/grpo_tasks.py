@@ -19,7 +19,7 @@ import logging
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from lookcloser.data_builders.heldout import HELDOUT_SEEDS
+from lookcloser.data_builders.heldout import HELDOUT_SEEDS, check_seed
 from lookcloser.errors import RecipeError
 
 logger = logging.getLogger(__name__)
@@ -57,9 +57,8 @@ class ToolTaskArguments:
         check_range("heldout_count", self.heldout_count, 0)
         check_range("search_grid", self.search_grid, 0)
         check_range("direct_ratio", self.direct_ratio, 0, 1)
-        if self.heldout_count > 0 and self.heldout_seed not in HELDOUT_SEEDS:
-            raise RecipeError(f"heldout_seed {self.heldout_seed} is not a held-out seed: held-out data uses seeds "
-                              f"{HELDOUT_SEEDS.start}-{HELDOUT_SEEDS.stop - 1}, which no recipe trains on")
+        if self.heldout_count > 0:
+            check_seed(self.heldout_seed, "heldout_seed")
         if self.seed in HELDOUT_SEEDS:
             raise RecipeError(f"seed {self.seed} is reserved for held-out data ({HELDOUT_SEEDS.start}-"
                               f"{HELDOUT_SEEDS.stop - 1}): train on another")
