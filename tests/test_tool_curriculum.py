@@ -61,3 +61,25 @@ def test_direct_ratio_mixes_answers_without_a_tool_into_the_training_cold_start(
     with pytest.raises(ValueError, match="reserved for held-out data"):
         build(ToolTaskArguments(output_dir=str(tmp_path / "bad"), count=2, seed=1001, heldout_seed=1002,
                                 model_name_or_path=str(tiny_model_dir)))
+
+
+def test_replay_mixes_an_earlier_stage_s_records_in_after_the_stage_s_own(tmp_path, tiny_model_dir):
+    """The pipeline's look and cold-start stages replay MIR stage 4: the tool records first, unchanged, then
+    the replayed MIR records in the same columns, with no tool schemas (templated as their own stage was)."""
+    from lookcloser.data_builders.mir import mir_sft_dataset
+    from lookcloser.train.grpo_tasks import ToolTaskArguments, build
+    from lookcloser.train.sft import SFTScriptArguments, load_sft_dataset
+
+    built = build(ToolTaskArguments(output_dir=str(tmp_path), count=3, heldout_count=0,
+                                    model_name_or_path=str(tiny_model_dir)))
+    own = load_sft_dataset(SFTScriptArguments(dataset_path=str(built["train"] / "look")))
+    mir = "data/mir_sample/all_data_rel.json"
+    mixed = load_sft_dataset(SFTScriptArguments(dataset_path=str(built["train"] / "look"), replay_path=mir,
+                                                replay_mir_stage=4, replay_count=2))
+    assert len(mixed) == len(own) + 2 and mixed.column_names == own.column_names
+    assert [mixed[k]["messages"] for k in range(len(own))] == [own[k]["messages"] for k in range(len(own))]
+    stage4 = mir_sft_dataset(mir, None, stage=4)
+    for k in range(2):
+        replayed = mixed[len(own) + k]
+        assert replayed["tools"] == "" and len(replayed["images"]) == len(stage4[k]["images"])
+        assert replayed["messages"][-1]["content"][0]["text"] == stage4[k]["messages"][-1]["content"][0]["text"]
