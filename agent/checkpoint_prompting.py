@@ -40,8 +40,27 @@ def prompting_of(first_row: dict, mir_stage: int | None) -> dict:
             block.get("text") or "" for block in content or [] if isinstance(block, dict))
     tools = bool(first_row.get("tools"))
     out = {"mir_prompt_stage": eval_mir_stage(mir_stage), "system_prompt": system, "tools": tools,
-           "max_turns": None if tools else 1}
+           "max_turns": None if tools else 1, "environment": environment_of(first_row.get("tools"))}
     return {k: v for k, v in out.items() if v is not None}
+
+
+def environment_of(tools_json: str | None) -> str | None:
+    """The environment (``agent.environments.ENVIRONMENTS``) whose tools an SFT ``tools`` column lists, so
+    that eval offers a cold-start checkpoint the tools it was trained with; None if none lists exactly those.
+
+    >>> import json
+    >>> from lookcloser.agent.environments import ENVIRONMENTS, tool_schemas
+    >>> environment_of(json.dumps(tool_schemas(ENVIRONMENTS["web_search"]))), environment_of("")
+    ('web_search', None)
+    """
+    from lookcloser.agent.environments import ENVIRONMENTS, tool_names
+
+    try:
+        names = sorted(tool["function"]["name"] for tool in json.loads(tools_json)) if tools_json else None
+    except (ValueError, TypeError, KeyError):
+        return None
+    # The first registered name wins where two share a class (tir_bench, mir and synthetic: the image tools).
+    return next((name for name, cls in ENVIRONMENTS.items() if names and sorted(tool_names(cls)) == names), None)
 
 
 def write_prompting(folder: str | Path, prompting: dict, benchmark: str | None = None,

@@ -13,20 +13,23 @@ import json
 from collections.abc import Callable
 
 from lookcloser.agent.image_env import CropToolEnv, ImageToolEnv
-from lookcloser.agent.photo_env import PhotoCollectionEnv
+from lookcloser.agent.photo_env import ImageSeekerEnv, PhotoCollectionEnv, PhotoSearchEnv
 from lookcloser.agent.toolkit import ToolEnv, tool_names
-from lookcloser.agent.web_env import WebImageEnv
+from lookcloser.agent.web_env import WebImageEnv, WebSearchEnv
 
 ENVIRONMENTS: dict[str, type[ToolEnv]] = {
     "tir_bench": ImageToolEnv,
     "mir": ImageToolEnv,
     "synthetic": ImageToolEnv,
     "crop": CropToolEnv,  # crop only: the tool curriculum (recipes/tool_curriculum.yaml)
-    "disbench": PhotoCollectionEnv,
+    "disbench": ImageSeekerEnv,  # DISBench's upstream tool names (ImageSearch, FilterMetadata, ...)
+    "photo_search": PhotoSearchEnv,  # FilterMetadata + ViewPhotos: recipes/photo_search_curriculum.yaml
     "imagemining": WebImageEnv,
+    "web_search": WebSearchEnv,  # web_search only: recipes/web_search_curriculum.yaml
 }
 
-__all__ = ["ENVIRONMENTS", "CropToolEnv", "ImageToolEnv", "PhotoCollectionEnv", "WebImageEnv", "env_class", "tool_schemas"]
+__all__ = ["ENVIRONMENTS", "CropToolEnv", "ImageSeekerEnv", "ImageToolEnv", "PhotoCollectionEnv", "PhotoSearchEnv",
+           "WebImageEnv", "WebSearchEnv", "env_class", "tool_schemas"]
 
 
 def env_class(env_cls_or_factory: type | Callable) -> type:

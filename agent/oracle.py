@@ -40,27 +40,53 @@ def oracle_trajectory(item: SyntheticItem, out_dir: str | Path, environment: str
         # a text block; the cold-start SFT prompt must read exactly the same.
         messages[0]["content"].append({"type": "text", "text": observation})
     images = [str(p) for p in item.image_paths]
-    for step in item.steps:
+    render_steps(env, item.steps, messages, images, out_dir, f"{item.record['id']:06d}")
+    messages.append(final_message(item.final_think, item.answer_text))
+    return {"messages": messages, "images": images, "task": item.record["task"], "id": str(item.record["id"])}
+
+
+def render_steps(env, steps: list, messages: list[dict], images: list[str], out_dir: Path, tag: str) -> None:
+    """Run the oracle's tool turns through ``env``: append each assistant turn and its tools' results
+    (as the agent loop shows them) to ``messages``; tool images go to ``out_dir/oracle/{tag}_{k}.png``
+    and onto ``images``. A failing call is the oracle's own bug: it raises."""
+    for step in steps:
         calls = [{"type": "function", "function": {"name": name, "arguments": args}} for name, args in step.calls]
         messages.append({"role": "assistant", "content": f"<think>{step.think}</think>", "tool_calls": calls})
         for name, args in step.calls:
             result = env._call_tool(name, args)
-            if call_failed(result):  # the oracle itself is wrong
-                raise RuntimeError(
-                    f"oracle call {name}({args}) failed on item {item.record['id']}: {result}")
-            path = out_dir / "oracle" / f"{item.record['id']:06d}_{len(images) - len(item.image_paths) + 1}.png"
-            path.parent.mkdir(parents=True, exist_ok=True)
+            if call_failed(result):
+                raise RuntimeError(f"oracle call {name}({args}) failed on item {tag}: {result}")
+            if isinstance(result, str):
+                messages.append({"role": "tool", "name": name, "content": result})
+                continue
             blocks = []
             for block in result:
                 if block["type"] == "image":
+                    path = out_dir / "oracle" / f"{tag}_{len(images) + 1}.png"
+                    path.parent.mkdir(parents=True, exist_ok=True)
                     block["image"].save(path)
                     images.append(str(path))
                     blocks.append({"type": "image"})
                 else:
                     blocks.append({"type": "text", "text": block["text"]})
             messages.append({"role": "tool", "name": name, "content": blocks})
-    messages.append(final_message(item.final_think, item.answer_text))
-    return {"messages": messages, "images": images, "task": item.record["task"], "id": str(item.record["id"])}
+
+
+def search_trajectory(task, environment: str, out_dir: str | Path, shortcut: bool = False) -> dict:
+    """One SFT record of a ``data_builders.search_tasks.SearchTask``: its oracle plan (or its shortcut)
+    run through the environment ``environment``; the prompt reads as the GRPO row's and eval's."""
+    env = ENVIRONMENTS[environment]()
+    observation = env.reset(**task.example, images=list(task.images))
+    messages = [user_message(len(task.images), task.question)]
+    if observation:
+        messages[0]["content"].append({"type": "text", "text": observation})
+    images = list(task.images)
+    steps, think, answer = ((task.shortcut_steps, task.shortcut_think, task.shortcut_answer) if shortcut
+                            else (task.steps, task.final_think, task.answer_text))
+    render_steps(env, steps, messages, images, Path(out_dir), f"{task.benchmark}_{task.id}")
+    messages.append(final_message(think, answer))
+    return {"messages": messages, "images": images, "task": task.task, "id": task.id,
+            "tools": json.dumps(tool_schemas(environment))}
 
 
 DIRECT_THINK = "I answer from the picture as it is."

@@ -272,3 +272,14 @@ class ImageSeekerEnv(PhotoCollectionEnv):
     # Not functions here, so neither TRL nor tool_schemas lists them; _call_tool maps them.
     image_search = get_metadata = filter_metadata = view_photos = web_search = None
     _ALIASES: ClassVar[dict[str, str]] = {ours: theirs for theirs, ours in UPSTREAM_NAMES.items()}
+
+
+class PhotoSearchEnv(ImageSeekerEnv):
+    """``ImageSeekerEnv`` showing only ``FilterMetadata`` and ``ViewPhotos`` (upstream names): the
+    photo-search curriculum's tools (recipes/photo_search_curriculum.yaml). Every tool schema lengthens
+    every prompt (all seven are ~2,400 tokens for the embedded default, these two ~900), and its queries
+    need the metadata filter and a look at what it found, nothing else. The hidden tools still answer
+    a call by name."""
+
+    ImageSearch = GetMetadata = WebSearch = save_subset = fetch_page = None
+    _ALIASES: ClassVar[dict[str, str]] = {}

@@ -13,7 +13,7 @@ from pathlib import Path
 from lookcloser.agent.embedders import LRUCache
 from lookcloser.agent.image_env import ImageToolEnv
 from lookcloser.agent.search import CorpusBackend, SearchBackend, search_backend_from_env
-from lookcloser.agent.toolkit import ToolError, tool
+from lookcloser.agent.toolkit import ToolEnv, ToolError, tool
 
 _CORPORA = LRUCache(size=4)  # BM25 indexes shared by all env instances of a process
 
@@ -99,3 +99,27 @@ class WebImageEnv(WebSearchTools, ImageToolEnv):
         observation = super().reset(**example)
         self._reset_search(example)
         return observation
+
+
+class WebSearchEnv(WebSearchTools, ToolEnv):
+    """``web_search`` alone, on questions whose image is in the prompt (the web-search curriculum,
+    recipes/web_search_curriculum.yaml): the look is the model's own. Each tool schema lengthens every
+    prompt (the full ``WebImageEnv`` list is ~2,250 tokens for the embedded default, this one ~400), and the
+    snippet holds the fact, so ``fetch_page`` is not shown.
+
+    Args:
+        search_backend: Backend used when the row has no ``search_corpus``.
+        max_results: Results listed per search.
+    """
+
+    fetch_page = None  # not a function here, so neither TRL nor tool_schemas lists it
+
+    def __init__(self, search_backend: SearchBackend | None = None, max_results: int = 3) -> None:
+        super().__init__()
+        self._init_search(search_backend, max_results, max_page_chars=2000)
+
+    def reset(self, **example) -> str | None:
+        """Start an episode: the row's search backend (its image is already in the prompt)."""
+        self._reset_counters()
+        self._reset_search(example)
+        return None

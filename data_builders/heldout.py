@@ -3,17 +3,21 @@
     python -m data_builders heldout --out outputs/heldout/8008 --seed 8008
     python -m eval --model CKPT --data_root outputs/heldout/8008
 
-Writes ``OUT/mir`` (MIR's ``all_data_rel.json`` + images, ``sample_mir``'s families) and
+Writes ``OUT/mir`` (MIR's ``all_data_rel.json`` + images, ``sample_mir``'s families),
 ``OUT/tir_bench`` (``TIR-Bench.json`` + ``data/``, the synthetic TIR-style tasks the tool curriculum
-trains on), each a folder ``python -m eval --data_root OUT`` finds by name. DISBench and ImageMining
-have no generator yet: asking for them is an error, not an empty folder.
+trains on), ``OUT/disbench`` (``queries.jsonl``, ``metadata/``, ``images/``, ``photo_ids/``:
+``sample_disbench``'s users and queries) and ``OUT/imagemining`` (``data.jsonl`` + ``images/`` +
+``search_corpus.jsonl``: ``sample_imagemining``'s flags in one world), each a folder
+``python -m eval --data_root OUT`` finds by name.
 
-Held out means three things (tests/test_heldout.py checks them):
+Held out means (tests/test_heldout.py checks them):
 
 - the seed lies in ``HELDOUT_SEEDS``, a range no recipe trains on (recipes use seeds below 1000);
 - the source pictures are drawn fresh from that seed (the TIR tasks are built on the held-out MIR
   pictures, never on the bundled training pictures);
-- no held-out picture equals a training picture, byte for byte in its pixels (``pixel_digests``).
+- no held-out MIR or TIR picture equals a training picture, byte for byte in its pixels (``pixel_digests``);
+- DISBench's users and ImageMining's world (which city flies which flag) are drawn from that seed: what
+  the answers rest on is new, whatever a plain flag or photo looks like.
 """
 
 from __future__ import annotations
@@ -25,8 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 HELDOUT_SEEDS = range(1000, 10000)
-GENERATED = ("tir_bench", "mir")
-NOT_YET = ("disbench", "imagemining")  # generators still to come (their folders are never written empty)
+GENERATED = ("tir_bench", "mir", "disbench", "imagemining")
 # The embedded default's pixel budget (128 x 128): visual_search sizes its canvas so that the target is
 # unreadable without the crop at the resolution the model sees. A larger model: pass its processor's.
 DEFAULT_MODEL_PIXELS = 128 * 128
@@ -41,14 +44,10 @@ def check_seed(seed: int, name: str = "--seed") -> None:
 
 
 def check_benchmarks(benchmarks, name: str = "--benchmarks") -> None:
-    """At least one benchmark, each one this writer generates (a planned one is named as such)."""
+    """At least one benchmark, each one this writer generates."""
     from lookcloser.checks import check_names
     from lookcloser.errors import RecipeError
 
-    missing = [b for b in benchmarks if b in NOT_YET]
-    if missing:
-        raise RecipeError(f"{name}: no held-out generator for {missing} yet (this command writes "
-                          f"{', '.join(GENERATED)})")
     if not benchmarks:
         raise RecipeError(f"{name}: give at least one of {', '.join(GENERATED)}")
     check_names(name.lstrip("-"), benchmarks, list(GENERATED))
@@ -79,7 +78,8 @@ def write_tir_bench(out: Path, seed: int, count: int, tasks: tuple[str, ...], so
 
 def write_heldout(out_dir: str | Path, seed: int, benchmarks: tuple[str, ...] = GENERATED, *,
                   mir_per_family: int = 16, tir_count: int = 60, tir_tasks: tuple[str, ...] | None = None,
-                  model_pixels: int = DEFAULT_MODEL_PIXELS) -> dict[str, Path]:
+                  model_pixels: int = DEFAULT_MODEL_PIXELS, disbench_count: int = 60,
+                  imagemining_count: int = 60) -> dict[str, Path]:
     """Write each requested benchmark under ``out_dir/<name>``; written to a temporary folder first, so
     an interrupted run leaves nothing that looks finished."""
     from lookcloser.data_builders.synthetic import TASKS
@@ -90,15 +90,26 @@ def write_heldout(out_dir: str | Path, seed: int, benchmarks: tuple[str, ...] = 
     out.mkdir(parents=True, exist_ok=True)
     work = out / f".partial-{seed}"
     shutil.rmtree(work, ignore_errors=True)
-    # The MIR pictures are the TIR tasks' source pictures too: fresh from this seed, never training's.
-    pictures = write_mir(work / "mir", seed, mir_per_family)
     written = {}
     try:
-        if "tir_bench" in benchmarks:
-            written["tir_bench"] = write_tir_bench(work / "tir_bench", seed, tir_count, tuple(tir_tasks or TASKS),
-                                                   pictures, model_pixels)
-        if "mir" in benchmarks:
-            written["mir"] = pictures
+        if "mir" in benchmarks or "tir_bench" in benchmarks:
+            # The MIR pictures are the TIR tasks' source pictures too: fresh from this seed, never training's.
+            pictures = write_mir(work / "mir", seed, mir_per_family)
+            if "tir_bench" in benchmarks:
+                written["tir_bench"] = write_tir_bench(work / "tir_bench", seed, tir_count,
+                                                       tuple(tir_tasks or TASKS), pictures, model_pixels)
+            if "mir" in benchmarks:
+                written["mir"] = pictures
+        if "disbench" in benchmarks:
+            from lookcloser.data_builders.sample_disbench import write_disbench
+
+            write_disbench(work / "disbench", seed, disbench_count)
+            written["disbench"] = work / "disbench"
+        if "imagemining" in benchmarks:
+            from lookcloser.data_builders.sample_imagemining import write_imagemining
+
+            write_imagemining(work / "imagemining", seed, imagemining_count, worlds=1)
+            written["imagemining"] = work / "imagemining"
         for name, folder in written.items():
             target = out / name
             shutil.rmtree(target, ignore_errors=True)
@@ -127,7 +138,7 @@ def pixel_digests(folder: str | Path) -> dict[str, Path]:
 class HeldoutArguments:
     """Held-out benchmark folders in their official layouts, from a reserved seed."""
 
-    out: str = field(metadata={"help": "folder for OUT/tir_bench and OUT/mir"})
+    out: str = field(metadata={"help": "folder for OUT/tir_bench, OUT/mir, OUT/disbench, OUT/imagemining"})
     seed: int = field(metadata={"help": f"a held-out seed, {HELDOUT_SEEDS.start}-{HELDOUT_SEEDS.stop - 1}"})
     benchmarks: list[str] = field(default_factory=lambda: list(GENERATED))
     mir_per_family: int = field(default=16, metadata={"help": "MIR records per question family (4 families)"})
@@ -135,6 +146,8 @@ class HeldoutArguments:
     tir_tasks: list[str] | None = field(default=None, metadata={"help": "default: every synthetic task kind"})
     model_pixels: int = field(default=DEFAULT_MODEL_PIXELS, metadata={
         "help": "the evaluated model's input pixel budget (sizes visual_search)"})
+    disbench_count: int = field(default=60, metadata={"help": "DISBench queries (over 4 users)"})
+    imagemining_count: int = field(default=60, metadata={"help": "ImageMining questions (one world)"})
 
     def __post_init__(self) -> None:
         from lookcloser.checks import check_names, check_output_folder, check_range
@@ -144,7 +157,7 @@ class HeldoutArguments:
         check_seed(self.seed)
         check_benchmarks(self.benchmarks)
         check_names("tir_tasks", self.tir_tasks or [], list(TASKS))
-        for name in ("mir_per_family", "tir_count", "model_pixels"):
+        for name in ("mir_per_family", "tir_count", "model_pixels", "disbench_count", "imagemining_count"):
             check_range(name, getattr(self, name), 1)
 
 
@@ -155,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     def write(args: HeldoutArguments) -> None:
         written = write_heldout(args.out, args.seed, tuple(args.benchmarks), mir_per_family=args.mir_per_family,
                                 tir_count=args.tir_count, model_pixels=args.model_pixels,
+                                disbench_count=args.disbench_count, imagemining_count=args.imagemining_count,
                                 tir_tasks=tuple(args.tir_tasks) if args.tir_tasks else None)
         for name, folder in written.items():
             print(f"{name}: {folder}")

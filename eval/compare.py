@@ -169,6 +169,8 @@ class CompareStageArguments:
     benchmarks: list[str] = field(default_factory=lambda: ["tir_bench", "mir"], metadata={"help": "Columns with data."})
     mir_per_family: int = field(default=16, metadata={"help": "Held-out MIR records per family (4 families)."})
     tir_count: int = field(default=60, metadata={"help": "Held-out TIR tasks (every synthetic task kind)."})
+    disbench_count: int = field(default=60, metadata={"help": "Held-out DISBench queries."})
+    imagemining_count: int = field(default=60, metadata={"help": "Held-out ImageMining questions."})
     max_new_tokens_per_turn: int = field(default=256, metadata={
         "help": "Token cap per turn in every row (a MIR stage-4 answer reasons ~150 tokens before its letter)."})
     batch_size: int = field(default=16, metadata={"help": "Episodes generated together."})
@@ -203,12 +205,12 @@ def main(args: CompareStageArguments) -> str:
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     out = Path(args.output_dir)
     heldout = out / "heldout"
-    wanted = {"seed": args.heldout_seed, "benchmarks": sorted(args.benchmarks), "mir_per_family": args.mir_per_family,
-              "tir_count": args.tir_count}
+    counts = {"mir_per_family": args.mir_per_family, "tir_count": args.tir_count,
+              "disbench_count": args.disbench_count, "imagemining_count": args.imagemining_count}
+    wanted = {"seed": args.heldout_seed, "benchmarks": sorted(args.benchmarks), **counts}
     marker = heldout / "settings.json"
     if not (marker.is_file() and json.loads(marker.read_text(encoding="utf-8")) == wanted):
-        write_heldout(heldout, args.heldout_seed, tuple(args.benchmarks), mir_per_family=args.mir_per_family,
-                      tir_count=args.tir_count)
+        write_heldout(heldout, args.heldout_seed, tuple(args.benchmarks), **counts)
         _write(marker, json.dumps(wanted) + "\n")
     runs = []
     for k, (label, model, control) in enumerate(stage_rows(args)):

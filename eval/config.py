@@ -66,7 +66,7 @@ class EvalConfig:
                                                                        "default_embedder)."})
     photo_index_dir: str | None = field(default=None, metadata={"help": "Photo index cache folder."})
     search_corpus: str | None = field(default=None, metadata={"help": "Offline JSONL corpus for web_search "
-                                                                      "(fixtures bring their own)."})
+        "(default: imagemining/search_corpus.jsonl under data_root, where the generator and fixtures write one)."})
     llm_judge: bool = field(default=False, metadata={"help": "ImageMining: LLM-judge recall when the rule "
                                                              "score is 0 (LOOKCLOSER_JUDGE_* env)."})
     check_images: bool = field(default=True, metadata={"help": "Open every image while loading (slower)."})

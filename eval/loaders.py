@@ -27,6 +27,7 @@ from lookcloser.data_builders.records import (
     record_id,
     resolve_image_path,
 )
+from lookcloser.data_builders.search_tasks import disbench_question
 from lookcloser.errors import UserError
 
 BENCHMARKS = ("tir_bench", "mir", "disbench", "imagemining")
@@ -43,10 +44,6 @@ MIR_CATEGORIES = {
     **dict.fromkeys(("chart_analysis", "yes_but_satire", "yes_but", "weight_comparison", "scale_blur"),
                     "Analytical"),
 }
-DISBENCH_INSTRUCTION = (
-    "\nSearch this user's photo collection with the tools and find every photo that satisfies the request. "
-    'Answer with the list of photo ids, e.g. <answer>["1234567890", "2345678901"]</answer>.'
-)
 
 
 class EvalError(UserError):
@@ -316,7 +313,7 @@ def load_disbench(root: Path, *, check_images: bool = True, limit: int | None = 
             items.append(EvalItem(
                 id=qid, benchmark="disbench",
                 example={"query_id": qid, "user_id": user, "data_root": str(root.resolve()),
-                         "question": query + DISBENCH_INSTRUCTION, "query": query},
+                         "question": disbench_question(query), "query": query},
                 gold={"answer": [str(a) for a in answer]},
                 tags={"event_type": [event_type if isinstance(event_type, str) and event_type else "unknown"]}))
         if catch.item:

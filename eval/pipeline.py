@@ -80,8 +80,8 @@ def load_items(cfg: EvalConfig, per_benchmark: dict | None = None) -> tuple[dict
     for name in cfg.benchmark_list():
         folder = find_benchmark_dir(name, root)
         corpus = cfg.search_corpus
-        if corpus is None and fixtures and name == "imagemining":
-            corpus = str(folder / "search_corpus.jsonl")
+        if corpus is None and name == "imagemining" and (folder / "search_corpus.jsonl").is_file():
+            corpus = str(folder / "search_corpus.jsonl")  # an offline corpus beside the data (generated, fixtures)
         items[name] = load_benchmark(name, folder, check_images=cfg.check_images, limit=cfg.limit, strict=cfg.strict,
                                      mir_prompt_stage=benchmark_config(cfg, name, per_benchmark).mir_prompt_stage,
                                      search_corpus=corpus)

@@ -127,15 +127,15 @@ def env_factory(benchmark: str, cfg: EvalConfig, embedder=None):
 
     if not cfg.tools:
         return NoToolsEnv
-    if benchmark == "disbench":
-        return functools.partial(PhotoCollectionEnv, embedder=embedder, cache_dir=cfg.photo_index_dir)
-    if cfg.environment:
-        if cfg.environment not in ENVIRONMENTS:
-            from lookcloser.eval.loaders import EvalError  # a user's setting: one `error:` line
+    name = cfg.environment or benchmark
+    if name not in ENVIRONMENTS:
+        from lookcloser.eval.loaders import EvalError  # a user's setting: one `error:` line
 
-            raise EvalError(f"unknown environment {cfg.environment!r}; choose from {sorted(ENVIRONMENTS)}")
-        return ENVIRONMENTS[cfg.environment]
-    return ENVIRONMENTS[benchmark]
+        raise EvalError(f"unknown environment {name!r}; choose from {sorted(ENVIRONMENTS)}")
+    env_cls = ENVIRONMENTS[name]
+    if issubclass(env_cls, PhotoCollectionEnv):  # the photo tools: eval's embedder and index cache
+        return functools.partial(env_cls, embedder=embedder, cache_dir=cfg.photo_index_dir)
+    return env_cls
 
 
 

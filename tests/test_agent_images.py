@@ -12,6 +12,7 @@ from PIL import Image
 
 from lookcloser.agent.environments import (
     ENVIRONMENTS,
+    ImageSeekerEnv,
     ImageToolEnv,
     PhotoCollectionEnv,
     WebImageEnv,
@@ -187,7 +188,7 @@ def test_partial_settings_and_schemas():
                      "web_search", "fetch_page"}
     web = {s["function"]["name"] for s in tool_schemas(WebImageEnv)}
     assert web == set(schemas) | {"web_search", "fetch_page"}
-    assert ENVIRONMENTS["disbench"] is PhotoCollectionEnv and ENVIRONMENTS["tir_bench"] is ImageToolEnv
+    assert ENVIRONMENTS["disbench"] is ImageSeekerEnv and ENVIRONMENTS["tir_bench"] is ImageToolEnv
 
 
 def _straight(path, max_pixels):

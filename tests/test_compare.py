@@ -65,7 +65,7 @@ def test_answer_prior_is_the_best_fixed_answer_per_task(two_runs):
 
 @pytest.mark.parametrize("settings, message", [
     ({"heldout_seed": 7}, "heldout_seed 7 is not a held-out seed"),
-    ({"benchmarks": ["disbench"]}, "no held-out generator for ['disbench'] yet"),
+    ({"benchmarks": ["photos"]}, "unknown name 'photos'"),
     ({"benchmarks": []}, "give at least one of tir_bench, mir"),
     ({"stages": ["sft"], "controls_of": "grpo"}, "controls_of 'grpo' is not one of stages ['sft']"),
 ])

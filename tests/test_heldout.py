@@ -18,7 +18,8 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def heldout(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("heldout") / "8008"
-    assert data_builders(["heldout", "--out", str(out), "--seed", "8008", "--tir_count", "10"]) == 0
+    assert data_builders(["heldout", "--out", str(out), "--seed", "8008", "--tir_count", "10",
+                          "--benchmarks", "tir_bench", "mir"]) == 0
     return out
 
 
@@ -34,8 +35,8 @@ def test_eval_reads_every_written_benchmark(heldout):
 
 
 def test_same_seed_same_data_other_seed_other_data(heldout, tmp_path):
-    again = write_heldout(tmp_path / "again", 8008, tir_count=10)
-    other = write_heldout(tmp_path / "other", 9009, tir_count=10)
+    again = write_heldout(tmp_path / "again", 8008, ("tir_bench", "mir"), tir_count=10)
+    other = write_heldout(tmp_path / "other", 9009, ("tir_bench", "mir"), tir_count=10)
     for name in ("mir", "tir_bench"):
         assert set(pixel_digests(again[name])) == set(pixel_digests(heldout / name))
         assert not set(pixel_digests(other[name])) & set(pixel_digests(heldout / name))
@@ -70,7 +71,7 @@ def test_no_recipe_trains_on_a_held_out_seed():
 
 @pytest.mark.parametrize("argv, message", [
     (["--seed", "7"], "not a held-out seed"),
-    (["--seed", "8008", "--benchmarks", "disbench"], "no held-out generator for ['disbench'] yet"),
+    (["--seed", "8008", "--benchmarks", "imagemining", "--imagemining_count", "0"], "imagemining_count must be"),
     (["--seed", "8008", "--benchmarks", "tir"], "unknown name 'tir'"),
     (["--seed", "8008", "--tir_count", "0"], "tir_count must be"),
 ])

@@ -101,17 +101,21 @@ def build(args: ToolTaskArguments) -> dict[str, Path]:
             model_pixels=pixels))):
         if split == "heldout" and args.heldout_count <= 0:
             continue
-        target = out / split
-        marker = target / "settings.json"
-        if marker.is_file() and json.loads(marker.read_text(encoding="utf-8")) == wanted:
-            logger.info("%s: kept (same settings) %s", split, target)
-        else:
-            marker.unlink(missing_ok=True)  # until the new build is whole, no marker says it is there
-            make(target)
-            marker.write_text(json.dumps(wanted, indent=1) + "\n", encoding="utf-8")
-            logger.info("%s: built (model pixels %d) -> %s", split, pixels, target)
-        built[split] = target
+        built[split] = build_or_keep(out / split, wanted, make)
     return built
+
+
+def build_or_keep(target: Path, wanted: dict, make) -> Path:
+    """``make(target)`` unless ``target/settings.json`` says it was built with ``wanted`` already."""
+    marker = target / "settings.json"
+    if marker.is_file() and json.loads(marker.read_text(encoding="utf-8")) == wanted:
+        logger.info("kept (same settings) %s", target)
+        return target
+    marker.unlink(missing_ok=True)  # until the new build is whole, no marker says it is there
+    make(target)
+    marker.write_text(json.dumps(wanted, indent=1) + "\n", encoding="utf-8")
+    logger.info("built %s", target)
+    return target
 
 
 def main(args: ToolTaskArguments) -> str:

@@ -15,11 +15,10 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
+from lookcloser.data_builders.search_tasks import disbench_question
+
 REPO = Path(__file__).resolve().parents[2]
 BUNDLED_IMAGES = REPO / "data" / "mir_sample"
-DISBENCH_INSTRUCTION = (
-    "\nSearch this user's photo collection with the tools and find every photo that matches. Reply with "
-    'the photo ids inside <answer></answer> as a JSON list, for example <answer>["123", "456"]</answer>.')
 
 
 def generated_images(folder: str | Path, count: int = 12, seed: int = 0, size: int = 128) -> Path:
@@ -107,7 +106,7 @@ def disbench_grpo_dataset(path: str | Path, data_root: str | Path):
     rows = []
     for query in iter_jsonl(resolve_path(path)):
         rows.append({"prompt": [{"role": "user", "content": [{"type": "text",
-                                                              "text": query["query"] + DISBENCH_INSTRUCTION}]}],
+                                                              "text": disbench_question(query["query"])}]}],
                      "data_source": "disbench", "reward_info": json.dumps({"answer": list(query["answer"])}),
                      "user_id": str(query["user_id"]), "data_root": str(root),
                      "task": str(query.get("event_type") or ""), "id": str(query.get("query_id"))})
