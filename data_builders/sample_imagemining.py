@@ -109,7 +109,7 @@ def write_imagemining(out: str | Path, seed: int, count: int, worlds: int = 1) -
             images=[str((out / "images" / name).resolve())], example={"search_corpus": corpus},
             gold={"answer": city, "answer_zh": city},
             steps=[ToolStep(f"The flag is {colour}.", [("web_search", {"query": query})])],
-            final_think=f"{city} flies the {colour} flag.", answer_text=city,
+            final_think="The top result names the city.", answer_text=city,
             shortcut_think="I answer from the picture as it is.", shortcut_answer=city))
     (out / "data.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
                                     encoding="utf-8")
