@@ -105,7 +105,8 @@ class WebSearchEnv(WebSearchTools, ToolEnv):
     """``web_search`` alone, on questions whose image is in the prompt (the web-search curriculum,
     recipes/web_search_curriculum.yaml): the look is the model's own. Each tool schema lengthens every
     prompt (the full ``WebImageEnv`` list is ~2,250 tokens for the embedded default, this one ~400), and the
-    snippet holds the fact, so ``fetch_page`` is not shown.
+    snippet holds the fact, so ``fetch_page`` is not shown. It lists the top result only: shown three, the
+    embedded default read its city from the second as often as from the first (docs/grpo.md).
 
     Args:
         search_backend: Backend used when the row has no ``search_corpus``.
@@ -114,7 +115,7 @@ class WebSearchEnv(WebSearchTools, ToolEnv):
 
     fetch_page = None  # not a function here, so neither TRL nor tool_schemas lists it
 
-    def __init__(self, search_backend: SearchBackend | None = None, max_results: int = 3) -> None:
+    def __init__(self, search_backend: SearchBackend | None = None, max_results: int = 1) -> None:
         super().__init__()
         self._init_search(search_backend, max_results, max_page_chars=2000)
 

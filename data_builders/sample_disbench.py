@@ -161,13 +161,12 @@ def _query_text(query: _Query) -> str:
 
 def _task(qid: str, user: str, root: Path, query: _Query) -> SearchTask:
     colour, gold = query.colour, list(query.gold)
-    shown = f"Photo {gold[0]} shows" if len(gold) == 1 else f"Photos {gold[0]} and {gold[1]} show"
     filter_step = ToolStep(query.filter_think, [("FilterMetadata", dict(query.arguments))])
     return SearchTask(
         benchmark="disbench", id=qid, task=query.event_type, question=disbench_question(_query_text(query)), images=[],
         example={"user_id": user, "data_root": str(root)}, gold={"answer": gold},
         steps=[filter_step, ToolStep("I look at these photos.", [("ViewPhotos", {"photo_ids": list(query.found)})])],
-        final_think=f"{shown} a {colour} shape.", answer_text=json.dumps(gold),
+        final_think=f"I keep the photos that show a {colour} shape.", answer_text=json.dumps(gold),
         shortcut_steps=[filter_step], shortcut_think="I return every photo the filter found.",
         shortcut_answer=json.dumps(query.found))
 

@@ -57,7 +57,9 @@ def corpus_documents(flags: dict[str, str]) -> list[dict]:
     >>> docs[0]["text"]
     'Oslo flies the red flag.'
     """
-    pages = [{"url": f"https://flags.example/{colour}", "title": f"The {colour} flag",
+    # The city opens the title, so it opens its search result ("1. Oslo: the green flag"): the tiny model
+    # copies a word at a fixed place far more reliably than one after a URL (docs/grpo.md).
+    pages = [{"url": f"https://flags.example/{colour}", "title": f"{city}: the {colour} flag",
               "text": f"{city} flies the {colour} flag."} for colour, city in flags.items()]
     guides = [{"url": f"https://cities.example/{city.lower()}", "title": f"{city} city guide",
                "text": f"{city} is a city with a harbour, a museum and a market."} for city in CITIES]
