@@ -64,20 +64,22 @@ def environment_of(tools_json: str | None) -> str | None:
 
 
 def write_prompting(folder: str | Path, prompting: dict, benchmark: str | None = None,
-                    base_model: str | None = None) -> Path:
-    """Write how this run was prompted; ``benchmark``: the benchmark it trained for (MIR data: ``mir``).
+                    base_model: str | None = None, benchmarks: dict[str, dict] | None = None) -> Path:
+    """Write how this run was prompted; ``benchmark``: the benchmark it trained for (MIR data: ``mir``);
+    ``benchmarks``: each benchmark's own prompting, for a run over several (``environment: per_row``).
 
     The file's top-level keys are this run's prompting. Its ``benchmarks`` entries say how to prompt
-    each benchmark a stage trained for: this run's own (when ``benchmark`` is set) over those of the
+    each benchmark a stage trained for: this run's own (``benchmark``, ``benchmarks``) over those of the
     checkpoint it started from (``base_model``), so a curriculum's last checkpoint still prompts MIR as
     its MIR stage did after a GRPO stage with tools. Also written into ``folder/merged`` when a LoRA
     run wrote its merged checkpoint there (``merge_adapter``): eval loads that folder as a checkpoint.
     """
     inherited = _read(Path(base_model)).get("benchmarks", {}) if base_model else {}
     record = dict(prompting)
+    own = {**(benchmarks or {}), **({benchmark: prompting} if benchmark else {})}
     benchmarks = {name: entry for name, entry in inherited.items() if isinstance(entry, dict)}
-    if benchmark:
-        benchmarks[benchmark] = {"environment": None, "max_turns": None, **prompting}  # complete: nothing leaks in
+    for name, entry in own.items():
+        benchmarks[name] = {"environment": None, "max_turns": None, **entry}  # complete: nothing leaks in
     if benchmarks:
         record["benchmarks"] = benchmarks
     text = json.dumps(record, indent=1) + "\n"

@@ -73,6 +73,9 @@ def check_grpo(script_args, training_args, model_args, planned: Iterable[str | P
         raise RecipeError(f"reward_weights has {len(weights)} values for {len(script_args.reward_funcs)} reward_funcs "
                           f"({', '.join(script_args.reward_funcs)})")
     check_environment(script_args.environment, script_args.environment_kwargs, ENVIRONMENTS)
+    if script_args.environment == "per_row" and not (script_args.dataset_path or script_args.dataset_name):
+        raise RecipeError("environment: per_row reads each row's `environment` column: set dataset_path (e.g. a "
+                          "data set written by train/mixed_tasks.py) or dataset_name")
     check_names("synthetic_tasks", script_args.synthetic_tasks, TASKS)
     check_names("dataset_kind", [script_args.dataset_kind], ("auto", "saved", "mir", "disbench", "records"))
     if script_args.dataset_path:
@@ -101,17 +104,27 @@ def check_grpo(script_args, training_args, model_args, planned: Iterable[str | P
 
 
 def check_environment(name: str | None, kwargs, environments: dict) -> None:
-    """An agent environment by name (or "none"), and constructor arguments it takes."""
+    """An agent environment by name (or "none"), and constructor arguments it takes; ``per_row``: each row's
+    own, with ``environment_kwargs`` a mapping per environment name (the rows are checked as the data loads)."""
     if not name or name == "none":
         return
-    check_names("environment", [name], [*environments, "none"])
+    check_names("environment", [name], [*environments, "none", "per_row"])
+    values = _mapping("environment_kwargs", kwargs)
+    per_name = values if name == "per_row" else {name: values}
+    check_names("environment_kwargs", list(per_name), list(environments))
+    for env_name, env_kwargs in per_name.items():
+        where = f"environment_kwargs.{env_name}" if name == "per_row" else "environment_kwargs"
+        try:
+            inspect.signature(environments[env_name]).bind(**_mapping(where, env_kwargs))
+        except TypeError as err:
+            raise RecipeError(f"environment_kwargs for {env_name}: {err}") from err
+
+
+def _mapping(name: str, value) -> dict:
     try:
-        values = json.loads(kwargs) if isinstance(kwargs, str) else dict(kwargs or {})
+        values = json.loads(value) if isinstance(value, str) else dict(value or {})
     except (json.JSONDecodeError, TypeError, ValueError) as err:
-        raise RecipeError(f"environment_kwargs: not a JSON mapping ({err})") from err
+        raise RecipeError(f"{name}: not a JSON mapping ({err})") from err
     if not isinstance(values, dict):
-        raise RecipeError(f"environment_kwargs: not a JSON mapping, got {type(values).__name__}")
-    try:
-        inspect.signature(environments[name]).bind(**values)
-    except TypeError as err:
-        raise RecipeError(f"environment_kwargs for {name}: {err}") from err
+        raise RecipeError(f"{name}: not a JSON mapping, got {type(values).__name__}")
+    return values

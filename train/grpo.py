@@ -30,6 +30,7 @@ from lookcloser.train.grpo_lib.trainer import LookcloserGRPOConfig
 from lookcloser.train.wandb_logging import DashboardArguments, add_wandb_dashboards
 
 logger = logging.getLogger(__name__)
+PER_ROW = "per_row"  # `environment: per_row`: each row's `environment` column names its environment
 
 
 @dataclass
@@ -69,9 +70,12 @@ class GRPOScriptArguments(FusedKernelsArguments, ScriptArguments, DashboardArgum
         "help": "None: prompts as in the data; 'default': agent.loop's system prompt (as eval uses); or any text."})
     environment: str = field(default="tir_bench", metadata={
         "help": "Agent environment (agent.environments.ENVIRONMENTS): tir_bench, mir, synthetic, disbench, "
-                "imagemining; 'none' for no tools."})
+                "imagemining, ...; 'none' for no tools; 'per_row': the data set's `environment` column names each "
+                "row's environment (or 'none'), and each prompt shows that environment's tools only (a run over "
+                "several kinds of task: train/mixed_tasks.py builds such a data set)."})
     environment_kwargs: dict | str | None = field(default=None, metadata={
-        "help": "Constructor arguments of the environment, e.g. {\"max_pixels\": 262144} (JSON text or a mapping)."})
+        "help": "Constructor arguments of the environment, e.g. {\"max_pixels\": 262144} (JSON text or a mapping); "
+                "with 'per_row', a mapping per environment name, e.g. {\"photo_search\": {\"max_view\": 4}}."})
     reward_funcs: list[str] = field(default_factory=lambda: ["accuracy", "format", "tool_use"], metadata={
         "help": "Reward names from rewards.REGISTRY; weights are `reward_weights`."})
     cold_start_steps: int = field(default=0, metadata={
@@ -101,18 +105,46 @@ def build_reward_funcs(script_args: GRPOScriptArguments, training_args: Lookclos
     return funcs
 
 
-def environment_factory(script_args: GRPOScriptArguments):
-    """The environment class (with the recipe's constructor arguments) TRL builds one instance of per rollout."""
-    if not script_args.environment or script_args.environment == "none":
-        return None
+def environment_factory(script_args: GRPOScriptArguments, dataset=None):
+    """The environment class (with the recipe's constructor arguments) TRL builds one instance of per rollout;
+    with ``environment: per_row``, ``{name: factory}`` for the names in ``dataset``'s ``environment`` column
+    (TRL's multi-environment mode; ``none`` rows get ``NoToolsEnv``, an environment without tools)."""
     from lookcloser.agent.environments import ENVIRONMENTS
 
+    if script_args.environment == PER_ROW:
+        from lookcloser.agent.toolkit import NoToolsEnv
+
+        kwargs = _as_dict(script_args.environment_kwargs)
+        return {name: _factory(NoToolsEnv if name == "none" else ENVIRONMENTS[name], kwargs.get(name))
+                for name in row_environments(dataset, script_args.dataset_path or script_args.dataset_name)}
+    if not script_args.environment or script_args.environment == "none":
+        return None
     if script_args.environment not in ENVIRONMENTS:
         raise RecipeError(f"unknown environment {script_args.environment!r}; choose from {sorted(ENVIRONMENTS)} "
                           "or 'none'")
-    env_cls = ENVIRONMENTS[script_args.environment]
-    kwargs = _as_dict(script_args.environment_kwargs)
+    return _factory(ENVIRONMENTS[script_args.environment], _as_dict(script_args.environment_kwargs))
+
+
+def _factory(env_cls: type, kwargs: dict | None):
     return functools.partial(env_cls, **kwargs) if kwargs else env_cls
+
+
+def row_environments(dataset, where: str | None = None) -> list[str]:
+    """The environment names of ``dataset``'s ``environment`` column, each checked (``ENVIRONMENTS`` or ``none``);
+    a missing column or an unknown name is a ``RecipeError`` naming the data set, the row and the value."""
+    from lookcloser.agent.environments import ENVIRONMENTS
+
+    where = where or "the data set"
+    if dataset is None or "environment" not in dataset.column_names:
+        raise RecipeError(f"{where}: environment: per_row needs an `environment` column naming each row's "
+                          "environment (train/mixed_tasks.py writes one)")
+    choices = [*ENVIRONMENTS, "none"]
+    names = list(dataset["environment"])
+    for row, name in enumerate(names):
+        if name not in choices:
+            raise RecipeError(f"{where}: row {row}: column `environment`: unknown environment {name!r} "
+                              f"(choose from {', '.join(choices)})")
+    return sorted(set(names))
 
 
 def _init_cpu_deepspeed(training_args) -> None:
@@ -147,8 +179,9 @@ def build_trainer(script_args: GRPOScriptArguments, training_args: LookcloserGRP
     _init_cpu_deepspeed(training_args)
     if script_args.cold_start_steps > 0:
         model_args.model_name_or_path = _cold_start(script_args, training_args, model_args)
-    model_path, processor = model_and_processor(model_args, training_args)
     dataset = load_grpo_dataset(script_args, training_args)
+    env_factory = environment_factory(script_args, dataset)  # per_row: the column checked before the model loads
+    model_path, processor = model_and_processor(model_args, training_args)
     logger.info("GRPO on %d prompts (%s), environment %s, rewards %s", len(dataset),
                 script_args.dataset_path or script_args.dataset_name or "synthetic", script_args.environment,
                 script_args.reward_funcs)
@@ -160,11 +193,11 @@ def build_trainer(script_args: GRPOScriptArguments, training_args: LookcloserGRP
         train_dataset=dataset,
         processing_class=processor,
         peft_config=peft_config(model_args),
-        environment_factory=environment_factory(script_args),
+        environment_factory=env_factory,
     )
     apply_fused_kernels(trainer, script_args.fused_kernels)
     add_wandb_dashboards(trainer, script_args, model_args, dataset, lambda args: load_grpo_dataset(args, training_args),
-                         env_factory=environment_factory(script_args),
+                         env_factory=env_factory,
                          max_turns=(training_args.max_tool_calling_iterations or 3) + 1)  # with report_to: wandb
     return trainer
 
@@ -183,22 +216,52 @@ def main(script_args: GRPOScriptArguments, training_args: LookcloserGRPOConfig, 
         from lookcloser.train.run_records import record_run
 
         record_run(trainer, out, model_args)
-        write_prompting_record(script_args, out, model_args.model_name_or_path)
+        write_prompting_record(script_args, out, model_args.model_name_or_path, trainer.train_dataset)
     return out
 
 
-def write_prompting_record(script_args: GRPOScriptArguments, out_dir: str, base_model: str | None = None) -> None:
+def write_prompting_record(script_args: GRPOScriptArguments, out_dir: str, base_model: str | None = None,
+                           dataset=None) -> None:
     """How the policy was prompted (system prompt, tools, environment): ``python -m eval`` reads it back;
-    the benchmarks an earlier stage trained for keep their own prompting (``base_model``'s record)."""
+    the benchmarks an earlier stage trained for keep their own prompting (``base_model``'s record).
+    ``environment: per_row``: each benchmark (``data_source``) of ``dataset`` gets its own entry, with the
+    environment its rows used (the most common one, when they used several)."""
     from lookcloser.agent.checkpoint_prompting import write_prompting
     from lookcloser.agent.loop import DEFAULT_SYSTEM_PROMPT
 
     system = {None: "", "default": DEFAULT_SYSTEM_PROMPT}.get(script_args.system_prompt, script_args.system_prompt)
-    tools = bool(script_args.environment) and script_args.environment != "none"
-    record = {"system_prompt": system, "tools": tools}
-    if tools:
-        record["environment"] = script_args.environment
-    write_prompting(out_dir, record, base_model=base_model)
+
+    def prompting(environment: str | None) -> dict:
+        tools = bool(environment) and environment != "none"
+        return {"system_prompt": system, "tools": tools, **({"environment": environment} if tools else {})}
+
+    if script_args.environment != PER_ROW:
+        write_prompting(out_dir, prompting(script_args.environment), base_model=base_model)
+        return
+    benchmarks = {source: prompting(environment) for source, environment in benchmark_environments(dataset).items()}
+    # Benchmarks this run did not train on: tools on if any row had them, each benchmark's own environment.
+    tools = any(entry["tools"] for entry in benchmarks.values())
+    write_prompting(out_dir, {"system_prompt": system, "tools": tools}, benchmarks=benchmarks, base_model=base_model)
+
+
+def benchmark_environments(dataset) -> dict[str, str]:
+    """Each benchmark's (``data_source``, as eval names it) environment: the one most of its rows name."""
+    from collections import Counter
+
+    from lookcloser.rewards.trl_rewards import normalize_source
+
+    counts: dict[str, Counter] = {}
+    sources = dataset["data_source"] if "data_source" in dataset.column_names else [""] * len(dataset)
+    for source, environment in zip(sources, dataset["environment"], strict=True):
+        if normalize_source(source):  # a row without a benchmark has no eval entry to record
+            counts.setdefault(normalize_source(source), Counter())[environment] += 1
+    chosen = {}
+    for source, counter in sorted(counts.items()):
+        chosen[source] = counter.most_common(1)[0][0]
+        if len(counter) > 1:
+            logger.warning("%s rows used several environments (%s); eval prompts %s with %s", source,
+                           dict(counter), source, chosen[source])
+    return chosen
 
 
 def parse_args(argv=None, planned=()):

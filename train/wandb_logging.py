@@ -197,16 +197,27 @@ class _SamplesCallback(_callback_base()):
         processor = copy.copy(trainer.processing_class)
         if hasattr(processor, "tokenizer"):
             processor.tokenizer = copy.copy(processor.tokenizer)
-        env = self.env_factory or NoToolsEnv  # no tools: one plain answer
+        # A dict: each row's own environment (`environment: per_row`), played in groups; none: one plain answer.
+        per_row = isinstance(self.env_factory, dict)
+        factories = self.env_factory if per_row else {None: self.env_factory}
+        groups: dict = {}
+        for index, example in enumerate(self.examples):
+            groups.setdefault(example["environment"] if per_row else None, []).append(index)
+        out: list = [None] * len(self.examples)
         with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator) as model:
             was_training = model.training
             model.eval()
             try:
-                return run_episodes(HFPolicy(model, processor, prefix_cache=False), env, self.examples,
-                                    max_turns=self.max_turns, max_new_tokens_per_turn=self.max_new_tokens,
-                                    system_prompt="")
+                for name, indices in groups.items():
+                    played = run_episodes(HFPolicy(model, processor, prefix_cache=False),
+                                          factories[name] or NoToolsEnv, [self.examples[i] for i in indices],
+                                          max_turns=self.max_turns, max_new_tokens_per_turn=self.max_new_tokens,
+                                          system_prompt="")
+                    for i, trajectory in zip(indices, played, strict=True):
+                        out[i] = trajectory
             finally:
                 model.train(was_training)
+        return out
 
     def _log(self, state) -> None:
         trajectories = self._answers()  # every rank: generation under ZeRO-3 gathers weights collectively
