@@ -275,11 +275,25 @@ class ImageSeekerEnv(PhotoCollectionEnv):
 
 
 class PhotoSearchEnv(ImageSeekerEnv):
-    """``ImageSeekerEnv`` showing only ``FilterMetadata`` and ``ViewPhotos`` (upstream names): the
-    photo-search curriculum's tools (recipes/photo_search_curriculum.yaml). Every tool schema lengthens
-    every prompt (all seven are ~2,400 tokens for the embedded default, these two ~900), and its queries
-    need the metadata filter and a look at what it found, nothing else. The hidden tools still answer
-    a call by name."""
+    """``ImageSeekerEnv`` showing only ``FilterMetadata`` (by time, place and device) and ``ViewPhotos``
+    (upstream names): the photo-search curriculum's tools (recipes/photo_search_curriculum.yaml). Every
+    tool schema lengthens every prompt (all seven are ~2,400 tokens for the embedded default, the full
+    ``FilterMetadata`` alone ~770), and its queries need a time, place or device filter and a look at what
+    it found, nothing else; GPS radius and saved subsets are left out. The hidden tools still answer a
+    call by name."""
 
     ImageSearch = GetMetadata = WebSearch = save_subset = fetch_page = None
     _ALIASES: ClassVar[dict[str, str]] = {}
+
+    @tool
+    def FilterMetadata(self, start_time: str = "", end_time: str = "", place: str = "", device: str = "") -> str:
+        """Find the photos whose metadata match every given criterion, oldest first.
+
+        Args:
+            start_time: Earliest time, "YYYY-MM-DD", "YYYY-MM" or "YYYY".
+            end_time: Latest time, same formats; a month includes that whole month.
+            place: Text to find in the address, e.g. "Paris".
+            device: Text to find in the camera name.
+        """
+        return PhotoCollectionEnv.filter_metadata.__wrapped__(self, start_time=start_time, end_time=end_time,
+                                                              place=place, device=device)

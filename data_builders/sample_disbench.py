@@ -11,7 +11,6 @@ the colour, and the colour also shows outside them: neither the filter nor the l
 
 from __future__ import annotations
 
-import calendar
 import json
 import random
 from dataclasses import dataclass
@@ -100,11 +99,16 @@ def _filters(photos: list[_Photo]) -> list[_Query]:
     filters = []
     trips = sorted({(p.city, p.taken.year, p.taken.month) for p in photos if p.city})
     for city, year, month in trips:
-        found = [p for p in photos if (p.city, p.taken.year, p.taken.month) == (city, year, month)]
-        when, span = f"{calendar.month_name[month]} {year}", f"{year}-{month:02d}"
-        filters.append(_Query("intra-event", {"place": city, "start_time": span, "end_time": span},
-                              _oldest_first(found), f"from my trip to {city} in {when}",
-                              f"I filter the photos taken in {city} in {when}."))
+        trip = [p for p in photos if (p.city, p.taken.year, p.taken.month) == (city, year, month)]
+        device = trip[0].device
+        # A trip named by its place and camera, where those single it out: words of the query the filter's
+        # arguments repeat. Named by its month ("2013-08") the embedded default had to copy digits from the
+        # query into two arguments, and after the cold start its filters found nothing (docs/grpo.md).
+        found = [p for p in photos if p.city == city and p.device == device]
+        if {p.photo_id for p in found} == {p.photo_id for p in trip}:
+            filters.append(_Query("intra-event", {"place": city, "device": device}, _oldest_first(found),
+                                  f"from my trip to {city} with my {device}",
+                                  f"I filter the photos taken in {city} with the {device}."))
     for key, value, phrase in [("place", c, "in") for c in CITIES] + [("device", d, "with my") for d in DEVICES]:
         found = [p for p in photos if (p.city if key == "place" else p.device) == value]
         if len({(p.city, p.taken.year, p.taken.month) for p in found}) >= 2:

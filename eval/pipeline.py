@@ -95,16 +95,20 @@ def gray_out_images(items: dict[str, list], folder: Path) -> None:
 
     folder.mkdir(parents=True, exist_ok=True)
     done: dict[str, str] = {}
+    def gray(path: str) -> str:
+        if path not in done:
+            with Image.open(path) as img:
+                size = img.size
+            done[path] = str(folder / f"{len(done)}_{size[0]}x{size[1]}.png")
+            Image.new("RGB", size, (128, 128, 128)).save(done[path])
+        return done[path]
+
     for bench_items in items.values():
         for item in bench_items:
             paths = item.example.get("images") or []
-            for k, path in enumerate(paths):
-                if path not in done:
-                    with Image.open(path) as img:
-                        size = img.size
-                    done[path] = str(folder / f"{len(done)}_{size[0]}x{size[1]}.png")
-                    Image.new("RGB", size, (128, 128, 128)).save(done[path])
-                paths[k] = done[path]
+            paths[:] = [gray(path) for path in paths]
+            if isinstance(item.example.get("image"), str):  # ImageMining names its one image `image`
+                item.example["image"] = gray(item.example["image"])
 
 
 def checkpoint_info(model: str) -> dict | None:

@@ -180,9 +180,11 @@ def aggregate(benchmark: str, rows: list[dict]) -> dict:
             "tool_errors": sum(r.get("tool_errors") or 0 for r in agent_rows),
         }
         calls = sum(r.get("tool_calls") or 0 for r in agent_rows)
-        images = sum(r.get("tool_images") or 0 for r in agent_rows)
-        # tool calls that returned an image, over all tool calls (None: no call was made)
-        out["agent"]["tool_success_rate"] = images / calls if calls else None
+        # 1 - failed calls / calls, a failed call as agent.toolkit.call_failed says (None: no call was made);
+        # the share that returned an image is kept apart (a search or a filter returns text)
+        out["agent"]["tool_success_rate"] = 1 - out["agent"]["tool_errors"] / calls if calls else None
+        out["agent"]["tool_image_rate"] = (sum(r.get("tool_images") or 0 for r in agent_rows) / calls
+                                           if calls else None)
     if benchmark in PUBLISHED:
         out["published_percent"] = PUBLISHED[benchmark]
     return out

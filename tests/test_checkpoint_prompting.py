@@ -102,10 +102,13 @@ def test_gray_control_replaces_every_image_with_flat_gray_of_the_same_size(tmp_p
         paths.append(str(tmp_path / f"{k}.png"))
         Image.new("RGB", size, (220, 30, 30)).save(paths[-1])
     items = {"mir": [EvalItem(id="a", benchmark="mir", example={"images": list(paths)}, gold={}, tags={}),
-                     EvalItem(id="b", benchmark="mir", example={"images": [paths[0]]}, gold={}, tags={})]}
+                     EvalItem(id="b", benchmark="mir", example={"images": [paths[0]]}, gold={}, tags={})],
+             # ImageMining's loader names its one picture `image`
+             "imagemining": [EvalItem(id="c", benchmark="imagemining", example={"image": paths[1]}, gold={}, tags={})]}
     gray_out_images(items, tmp_path / "gray")
     first, second = items["mir"][0].example["images"], items["mir"][1].example["images"]
     assert second == first[:1] and not set(first) & set(paths)  # one gray copy per source image
+    assert items["imagemining"][0].example["image"] == first[1]
     for path, original in zip(first, paths):
         with Image.open(path) as gray, Image.open(original) as real:
             assert gray.size == real.size and gray.convert("RGB").getcolors() == [(gray.width * gray.height,

@@ -23,7 +23,6 @@ import json
 
 import pytest
 import torch
-import yaml
 
 pytestmark = pytest.mark.slow
 
@@ -31,48 +30,23 @@ RECIPE = "recipes/tool_curriculum.yaml"
 CHANCE = 1 / 6
 
 
-def _moved(value, old: str, new: str):
-    """A stage recipe's paths under the recipe's output_dir, moved to the test's folder."""
-    if isinstance(value, str) and value.startswith(old):
-        return new + value[len(old):]
-    return value
-
-
 @pytest.fixture(scope="session")
 def tool_run(tmp_path_factory, tiny_model_dir):
     """The recipe's stages, GRPO at learning rate 0 beside them, and the held-out evaluations, once."""
-    import importlib
-    import os
+    from testing.curriculum_runs import one_torch_thread, run_training_stages
 
-    from lookcloser.train.curriculum import _module_name, plan
-
-    os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # oversubscribed shared CPUs: OpenMP spin-waits cost 20x here
     root = tmp_path_factory.mktemp("tool_run")
-    stages = plan(RECIPE, model=str(tiny_model_dir))
-    recipe_out = str(stages[0].output_dir.parent)
-    run = {}
-    for stage in [*stages, stages[-1]]:
-        name = stage.name if stage.name not in run else "grpo_lr0"
-        config = {k: _moved(v, recipe_out, str(root)) for k, v in stage.config.items()}
-        config["output_dir"] = str(root / name)
-        if name == "grpo_lr0":
-            config.update(learning_rate=0.0, max_steps=1)
-        (root / f"{name}.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-        module = importlib.import_module(_module_name(stage.script))
-        module.main(*module.parse_args([str(root / f"{name}.yaml")]))
-        run[name] = root / name
-    run["data"] = {split: root / "data" / split for split in ("train", "heldout")}
-    run["history"] = json.loads((run["grpo"] / "trainer_state.json").read_text())["log_history"]
-    run["eval"] = {}
-    for name, model, extra in (("untrained", str(tiny_model_dir), ["--tools", "true", "--system_prompt", ""]),
-                               ("sft", str(run["sft"]), []),
-                               ("grpo", str(run["grpo"]), []),
-                               ("grpo_no_tools", str(run["grpo"]), ["--tools", "false"]),
-                               ("grpo_gray", str(run["grpo"]), ["--gray_images", "true"])):
-        run["eval"][name] = _evaluate(model, run["data"]["heldout"], root / f"eval_{name}", extra)
-    torch.set_num_threads(threads)
+    with one_torch_thread():
+        run = run_training_stages(RECIPE, root, str(tiny_model_dir))
+        run["data"] = {split: root / "data" / split for split in ("train", "heldout")}
+        run["history"] = json.loads((run["grpo"] / "trainer_state.json").read_text())["log_history"]
+        run["eval"] = {}
+        for name, model, extra in (("untrained", str(tiny_model_dir), ["--tools", "true", "--system_prompt", ""]),
+                                   ("sft", str(run["sft"]), []),
+                                   ("grpo", str(run["grpo"]), []),
+                                   ("grpo_no_tools", str(run["grpo"]), ["--tools", "false"]),
+                                   ("grpo_gray", str(run["grpo"]), ["--gray_images", "true"])):
+            run["eval"][name] = _evaluate(model, run["data"]["heldout"], root / f"eval_{name}", extra)
     return run
 
 
@@ -89,7 +63,8 @@ def _accuracy(m: dict) -> float:
 
 
 def _tool_success(m: dict) -> float:
-    return m.get("agent", {}).get("tool_success_rate") or 0.0
+    """Successful crops: the share of calls whose result held an image."""
+    return m.get("agent", {}).get("tool_image_rate") or 0.0
 
 
 def test_held_out_seed_never_trained_on(tool_run):
@@ -151,7 +126,7 @@ def test_the_crop_is_what_makes_it_right(tool_run):
     """With tools the GRPO checkpoint is right on most held-out tasks, with successful crops; without tools
     or with gray images it is near chance."""
     ev = tool_run["eval"]
-    print({k: (round(_accuracy(v), 3), v.get("agent", {}).get("tool_success_rate")) for k, v in ev.items()})
+    print({k: (round(_accuracy(v), 3), v.get("agent", {}).get("tool_image_rate")) for k, v in ev.items()})
     assert _accuracy(ev["grpo"]) >= 0.6 and _tool_success(ev["grpo"]) >= 0.5
     for control in ("grpo_no_tools", "grpo_gray"):
         assert _accuracy(ev[control]) <= 0.35, control

@@ -102,7 +102,7 @@ def test_disbench_recipe_runs_on_a_generated_collection(tiny_model_dir, tmp_path
         "--max_steps", "1", "--per_device_train_batch_size", "4", "--num_generations", "2",
         "--gradient_accumulation_steps", "1", "--max_turn_tokens", "16", "--max_completion_length", "48")
     trainer = grpo.build_trainer(script, config, model_args)
-    assert {"image_search", "filter_metadata", "view_photos"} <= {tool.__name__ for tool in trainer.tools}
+    assert {"ImageSearch", "FilterMetadata", "ViewPhotos"} <= {tool.__name__ for tool in trainer.tools}  # upstream names
     trainer.train()
     (log,) = [entry for entry in trainer.state.log_history if "trajectory/turns" in entry]
     assert log["trajectory/images"] == 0 and "accuracy/disbench" in log  # no input images; scored by F1

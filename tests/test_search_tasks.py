@@ -12,20 +12,21 @@ from lookcloser.data_builders.sample_imagemining import most_frequent_answer, wo
 from lookcloser.train.search_tasks import SearchTaskArguments, build
 
 
+def _built(tmp_path_factory, **settings) -> dict:
+    out = tmp_path_factory.mktemp(settings["benchmark"])
+    return build(SearchTaskArguments(output_dir=str(out), heldout_seed=1001, shortcut_ratio=0.5, **settings))
+
+
 @pytest.fixture(scope="module")
 def imagemining(tmp_path_factory) -> dict:
-    out = tmp_path_factory.mktemp("web")
-    args = SearchTaskArguments(benchmark="imagemining", output_dir=str(out), count=40, worlds=5, heldout_count=24,
-                               heldout_seed=1001, environment="web_search", shortcut_ratio=0.5)
-    return build(args)
+    return _built(tmp_path_factory, benchmark="imagemining", count=40, worlds=5, heldout_count=24,
+                  environment="web_search")
 
 
 @pytest.fixture(scope="module")
 def disbench(tmp_path_factory) -> dict:
-    out = tmp_path_factory.mktemp("photos")
-    args = SearchTaskArguments(benchmark="disbench", output_dir=str(out), count=24, users=6, heldout_count=12,
-                               heldout_seed=1001, environment="photo_search", shortcut_ratio=0.5)
-    return build(args)
+    return _built(tmp_path_factory, benchmark="disbench", count=24, users=6, heldout_count=12,
+                  environment="photo_search")
 
 
 def test_only_the_search_tells_which_city_flies_a_flag():

@@ -117,9 +117,10 @@ class FeatureCollator:
 
     def __call__(self, examples: list[dict]) -> dict[str, torch.Tensor]:
         batch = self._pack(examples) if self.pack else self._pad(examples)
-        for key in CONCAT_KEYS:
-            if key in examples[0]:
-                batch[key] = torch.cat([ex[key] for ex in examples])
+        for key in CONCAT_KEYS:  # per-image tensors, in the batch's image order; a record may have no image
+            parts = [ex[key] for ex in examples if key in ex]
+            if parts:
+                batch[key] = torch.cat(parts)
         return batch
 
     def _pad(self, examples: list[dict]) -> dict[str, torch.Tensor]:
