@@ -31,18 +31,23 @@ def oracle_trajectory(item: SyntheticItem, out_dir: str | Path, environment: str
 
     Tool-result images are saved as ``oracle/{id:06d}_{k}.png`` under ``out_dir``.
     """
-    out_dir = Path(out_dir)
-    env = ENVIRONMENTS[environment]()
-    observation = env.reset(images=[str(p) for p in item.image_paths])
-    messages = [user_message(len(item.image_paths), item.record["prompt"])]
-    if observation:
-        # TRL's GRPO appends the environment's reset observation (the image sizes) to the prompt as
-        # a text block; the cold-start SFT prompt must read exactly the same.
-        messages[0]["content"].append({"type": "text", "text": observation})
     images = [str(p) for p in item.image_paths]
-    render_steps(env, item.steps, messages, images, out_dir, f"{item.record['id']:06d}")
+    env, messages = open_oracle_episode(environment, item.record["prompt"], images)
+    render_steps(env, item.steps, messages, images, Path(out_dir), f"{item.record['id']:06d}")
     messages.append(final_message(item.final_think, item.answer_text))
     return {"messages": messages, "images": images, "task": item.record["task"], "id": str(item.record["id"])}
+
+
+def open_oracle_episode(environment: str, question: str, images: list[str], example: dict | None = None) -> tuple:
+    """A fresh environment reset on the row (``example`` + ``images``) and the question turn: the images,
+    the question, then the reset observation as a text block, as TRL's GRPO appends it (the cold-start
+    SFT prompt must read exactly as the GRPO prompt)."""
+    env = ENVIRONMENTS[environment]()
+    observation = env.reset(**(example or {}), images=list(images))
+    messages = [user_message(len(images), question)]
+    if observation:
+        messages[0]["content"].append({"type": "text", "text": observation})
+    return env, messages
 
 
 def render_steps(env, steps: list, messages: list[dict], images: list[str], out_dir: Path, tag: str) -> None:
@@ -75,12 +80,8 @@ def render_steps(env, steps: list, messages: list[dict], images: list[str], out_
 def search_trajectory(task, environment: str, out_dir: str | Path, shortcut: bool = False) -> dict:
     """One SFT record of a ``data_builders.search_tasks.SearchTask``: its oracle plan (or its shortcut)
     run through the environment ``environment``; the prompt reads as the GRPO row's and eval's."""
-    env = ENVIRONMENTS[environment]()
-    observation = env.reset(**task.example, images=list(task.images))
-    messages = [user_message(len(task.images), task.question)]
-    if observation:
-        messages[0]["content"].append({"type": "text", "text": observation})
     images = list(task.images)
+    env, messages = open_oracle_episode(environment, task.question, images, task.example)
     steps, think, answer = ((task.shortcut_steps, task.shortcut_think, task.shortcut_answer) if shortcut
                             else (task.steps, task.final_think, task.answer_text))
     render_steps(env, steps, messages, images, Path(out_dir), f"{task.benchmark}_{task.id}")

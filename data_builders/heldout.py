@@ -43,6 +43,15 @@ def check_seed(seed: int, name: str = "--seed") -> None:
                           f"{HELDOUT_SEEDS.start}-{HELDOUT_SEEDS.stop - 1}, which no recipe trains on")
 
 
+def check_training_seed(seed: int, name: str = "seed") -> None:
+    """A training seed lies outside ``HELDOUT_SEEDS``: what a recipe trains on is never held out."""
+    from lookcloser.errors import RecipeError
+
+    if seed in HELDOUT_SEEDS:
+        raise RecipeError(f"{name} {seed} is reserved for held-out data ({HELDOUT_SEEDS.start}-"
+                          f"{HELDOUT_SEEDS.stop - 1}): train on another")
+
+
 def check_benchmarks(benchmarks, name: str = "--benchmarks") -> None:
     """At least one benchmark, each one this writer generates."""
     from lookcloser.checks import check_names

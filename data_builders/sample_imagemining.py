@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import random
-from collections import Counter
 from pathlib import Path
 
 from PIL import Image, ImageDraw
@@ -117,13 +116,3 @@ def write_imagemining(out: str | Path, seed: int, count: int, worlds: int = 1) -
                                     encoding="utf-8")
     return tasks
 
-
-def most_frequent_answer(tasks: list[SearchTask]) -> float:
-    """The share of the most frequent answer: the best a model without the search (or the image) can do.
-
-    >>> t = SearchTask("imagemining", "1", "Place", "?", [], {}, {"answer": "Oslo"}, [], "", "Oslo")
-    >>> most_frequent_answer([t, t])
-    1.0
-    """
-    counts = Counter(t.gold["answer"] for t in tasks)
-    return max(counts.values()) / len(tasks) if tasks else 0.0

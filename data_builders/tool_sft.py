@@ -87,9 +87,11 @@ def sft_features():
                      "task": Value("string"), "id": Value("string")})
 
 
-def grpo_features():
+def grpo_features(extra_columns: tuple[str, ...] = ()):
+    """The GRPO rows' features; ``extra_columns``: more string columns (an environment's reset columns)."""
     from datasets import Features, Image, List, Value
 
     block = {"type": Value("string"), "text": Value("string")}
+    columns = ("data_source", "reward_info", "task", *extra_columns)
     return Features({"prompt": List({"role": Value("string"), "content": List(block)}), "images": List(Image()),
-                     "data_source": Value("string"), "reward_info": Value("string"), "task": Value("string")})
+                     **{name: Value("string") for name in columns}})

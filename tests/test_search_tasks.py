@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lookcloser.data_builders.sample_imagemining import most_frequent_answer, world_flags, write_imagemining
+from lookcloser.data_builders.sample_imagemining import world_flags, write_imagemining
 from lookcloser.train.search_tasks import SearchTaskArguments, build
 
 
@@ -40,6 +40,8 @@ def test_only_the_search_tells_which_city_flies_a_flag():
 
 def test_the_oracle_search_finds_the_answer_through_the_real_tool(tmp_path):
     from lookcloser.agent.environments import ENVIRONMENTS
+    from lookcloser.eval.loaders import load_benchmark
+    from lookcloser.eval.scoring import answer_prior
 
     tasks = write_imagemining(tmp_path, seed=3, count=12, worlds=1)
     env = ENVIRONMENTS["web_search"]()
@@ -50,7 +52,7 @@ def test_the_oracle_search_finds_the_answer_through_the_real_tool(tmp_path):
         first = result.split("\n2.")[0]
         assert f"{task.gold['answer']} flies the" in first, result  # the top result says it
         assert task.gold["answer"] not in task.question  # the question does not
-    assert 0 < most_frequent_answer(tasks) < 0.5
+    assert 0 < answer_prior(load_benchmark("imagemining", tmp_path)) < 0.5  # the most frequent answer
 
 
 def test_eval_reads_the_held_out_folders_and_finds_the_corpus_from_the_data_root(imagemining, disbench):

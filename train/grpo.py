@@ -252,9 +252,9 @@ def benchmark_environments(dataset) -> dict[str, str]:
 
     counts: dict[str, Counter] = {}
     sources = dataset["data_source"] if "data_source" in dataset.column_names else [""] * len(dataset)
-    for source, environment in zip(sources, dataset["environment"], strict=True):
-        if normalize_source(source):  # a row without a benchmark has no eval entry to record
-            counts.setdefault(normalize_source(source), Counter())[environment] += 1
+    for source, environment in zip(map(normalize_source, sources), dataset["environment"], strict=True):
+        if source:  # a row without a benchmark has no eval entry to record
+            counts.setdefault(source, Counter())[environment] += 1
     chosen = {}
     for source, counter in sorted(counts.items()):
         chosen[source] = counter.most_common(1)[0][0]

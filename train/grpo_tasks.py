@@ -19,8 +19,7 @@ import logging
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from lookcloser.data_builders.heldout import HELDOUT_SEEDS, check_seed
-from lookcloser.errors import RecipeError
+from lookcloser.data_builders.heldout import check_seed, check_training_seed
 
 logger = logging.getLogger(__name__)
 
@@ -59,9 +58,7 @@ class ToolTaskArguments:
         check_range("direct_ratio", self.direct_ratio, 0, 1)
         if self.heldout_count > 0:
             check_seed(self.heldout_seed, "heldout_seed")
-        if self.seed in HELDOUT_SEEDS:
-            raise RecipeError(f"seed {self.seed} is reserved for held-out data ({HELDOUT_SEEDS.start}-"
-                              f"{HELDOUT_SEEDS.stop - 1}): train on another")
+        check_training_seed(self.seed)
 
 
 def model_pixels(name_or_path: str) -> int:

@@ -22,14 +22,11 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from lookcloser.data_builders.heldout import HELDOUT_SEEDS, check_seed
-from lookcloser.errors import RecipeError
+from lookcloser.data_builders.heldout import check_seed, check_training_seed
 
 logger = logging.getLogger(__name__)
 
 BENCHMARKS = ("disbench", "imagemining")
-# The columns a row's environment reads in reset, per benchmark (besides images).
-RESET_COLUMNS = {"disbench": ("user_id", "data_root"), "imagemining": ("search_corpus",)}
 
 
 @dataclass
@@ -63,9 +60,7 @@ class SearchTaskArguments:
         check_range("shortcut_ratio", self.shortcut_ratio, 0, 1)
         if self.heldout_count > 0:
             check_seed(self.heldout_seed, "heldout_seed")
-        if self.seed in HELDOUT_SEEDS:
-            raise RecipeError(f"seed {self.seed} is reserved for held-out data ({HELDOUT_SEEDS.start}-"
-                              f"{HELDOUT_SEEDS.stop - 1}): train on another")
+        check_training_seed(self.seed)
 
 
 def generate(args: SearchTaskArguments, out: Path) -> list:
@@ -80,34 +75,25 @@ def generate(args: SearchTaskArguments, out: Path) -> list:
 
 
 def grpo_row(task) -> dict:
-    """One GRPO prompt: the user turn, its images, the environment's reset columns and the reward's."""
+    """One GRPO prompt: the user turn, its images, the environment's reset columns (``task.example``) and
+    what the reward reads."""
     from lookcloser.data_builders.tool_sft import user_message
 
     return {"prompt": [user_message(len(task.images), task.question)], "images": list(task.images),
             "data_source": task.benchmark, "reward_info": json.dumps(task.gold, ensure_ascii=False),
-            "task": task.task, "id": task.id,
-            **{column: str(task.example[column]) for column in RESET_COLUMNS[task.benchmark]}}
-
-
-def grpo_features(benchmark: str):
-    from datasets import Features, Image, List, Value
-
-    block = {"type": Value("string"), "text": Value("string")}
-    columns = ("data_source", "reward_info", "task", "id", *RESET_COLUMNS[benchmark])
-    return Features({"prompt": List({"role": Value("string"), "content": List(block)}), "images": List(Image()),
-                     **{name: Value("string") for name in columns}})
+            "task": task.task, "id": task.id, **{column: str(value) for column, value in task.example.items()}}
 
 
 def write_training(args: SearchTaskArguments, out: Path) -> None:
     """``out``: the official layout, ``grpo/`` and ``sft/`` (see the module docstring)."""
     from lookcloser.agent.oracle import search_trajectory
     from lookcloser.data_builders.output import DatasetWriter
-    from lookcloser.data_builders.tool_sft import sft_features
+    from lookcloser.data_builders.tool_sft import grpo_features, sft_features
 
     shutil.rmtree(out, ignore_errors=True)  # nothing of an earlier build (another seed's users or images)
     tasks = generate(args, out)
     shortcut = random.Random(f"shortcut-{args.seed}")
-    with DatasetWriter(out / "grpo", grpo_features(args.benchmark)) as grpo, \
+    with DatasetWriter(out / "grpo", grpo_features(("id", *tasks[0].example))) as grpo, \
             DatasetWriter(out / "sft", sft_features(), batch_rows=200) as sft:
         for task in tasks:
             grpo.add(grpo_row(task))
