@@ -38,6 +38,13 @@ DEFAULT_SYSTEM_PROMPT = (
     "Each tool result comes back in the next message. When you are done, reply without any tool call and "
     "put the final answer inside <answer></answer>, for example <answer>B</answer>."
 )
+
+# play_all starts its episodes this far apart. Started at once, every episode's first request is
+# built (~1.5 ms of CPU each) before any leaves, and their replies come back in one burst that
+# takes a few rounds to even out: at --concurrency 64 and 200 ms that cost ~2% of items/s
+# (docs/benchmarks.md, "Eval client"). 64 episodes start within 0.13 s.
+START_SPACING_S = 0.002
+
 _QUESTION_KEYS = ("question", "query", "problem", "text")
 
 
@@ -275,7 +282,8 @@ def play_all(policy, env_cls_or_factory: type | Callable, examples: list[dict], 
     async def main(tool_threads: Executor) -> None:
         pending = iter(enumerate(examples))
 
-        async def worker() -> None:
+        async def worker(slot: int) -> None:
+            await asyncio.sleep(slot * START_SPACING_S)
             for index, example in pending:
                 start = time.monotonic()
                 trajectories[index] = await play(policy, env_cls_or_factory, example, index=index,
@@ -283,7 +291,7 @@ def play_all(policy, env_cls_or_factory: type | Callable, examples: list[dict], 
                 if on_done is not None:
                     on_done(index, trajectories[index], time.monotonic() - start)
 
-        tasks = [asyncio.ensure_future(worker()) for _ in range(max(1, min(concurrency, len(examples))))]
+        tasks = [asyncio.ensure_future(worker(slot)) for slot in range(max(1, min(concurrency, len(examples))))]
         try:
             await asyncio.gather(*tasks)
         finally:

@@ -18,12 +18,19 @@ import io
 import json
 import weakref
 
+import orjson
 from PIL import Image, ImageFile
 
 from lookcloser.agent.episode import Episode, Turn
 from lookcloser.agent.images import fit_under_budget
 from lookcloser.agent.parsing import parse_assistant_text
-from lookcloser.http_client import RequestFailed, api_url, asend, async_client, bearer, json_post
+from lookcloser.http_client import RequestFailed, api_url, asend, async_clients, bearer, json_post
+
+
+# Episodes share POOL_SHARDS clients (by episode index), not one: httpcore2's pool checks each of
+# its connections on every request and reply, ~0.8 ms of CPU per request at --concurrency 64,
+# a third of an episode's CPU; pools of 8 keep that pass short (docs/benchmarks.md, "Eval client").
+POOL_SHARDS = 8
 
 
 class EndpointError(RuntimeError):
@@ -49,17 +56,14 @@ _PASS_THROUGH = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp"}
 _EXIF_ORIENTATION = 0x0112
 
 
-def file_data_url(image: Image.Image, max_pixels: int) -> str | None:
-    """A data URL of the file ``image`` was decoded from, or None when sending the file's own
-    bytes could show the model anything else than ``image_data_url`` would.
+def _file_bytes(image: Image.Image, max_pixels: int) -> tuple[str, bytes] | None:
+    """The MIME type and bytes of the file ``image`` was decoded from, or None when sending the
+    file's own bytes could show the model anything else than ``image_data_url`` would.
 
     Only a PNG, JPEG or WebP file opened as plain RGB (``agent.images.open_image`` returns those
     unconverted), one frame, under the pixel budget, without an ICC profile, transparency or an
     EXIF rotation (servers differ in applying those). Re-encoding cost ~0.6 ms for a 128 px image
     and ~0.5 s for a 1600x1200 photo, whose PNG is ~6x its JPEG's bytes (2-core machine, loaded).
-
-    >>> file_data_url(Image.new("RGB", (4, 4)), 100) is None  # made in memory: no file
-    True
     """
     if not isinstance(image, ImageFile.ImageFile) or image.format not in _PASS_THROUGH or image.mode != "RGB":
         return None
@@ -74,12 +78,37 @@ def file_data_url(image: Image.Image, max_pixels: int) -> str | None:
                 data = fh.read()
         except (OSError, TypeError, ValueError):
             return None
-    return f"data:{_PASS_THROUGH[image.format]};base64," + base64.b64encode(data).decode("ascii")
+    return _PASS_THROUGH[image.format], data
+
+
+def file_data_url(image: Image.Image, max_pixels: int) -> str | None:
+    """A data URL of the file ``image`` was decoded from (``_file_bytes``), or None.
+
+    >>> file_data_url(Image.new("RGB", (4, 4)), 100) is None  # made in memory: no file
+    True
+    """
+    found = _file_bytes(image, max_pixels)
+    return None if found is None else f"data:{found[0]};base64," + base64.b64encode(found[1]).decode("ascii")
 
 
 def image_url(image: Image.Image, max_pixels: int) -> str:
     """What the model is sent for ``image``: ``file_data_url``, else ``image_data_url``."""
     return file_data_url(image, max_pixels) or image_data_url(image, max_pixels)
+
+
+def image_url_json(image: Image.Image, max_pixels: int) -> orjson.Fragment:
+    """``image_url`` as the JSON string orjson writes into a request as it is. Built from bytes, a
+    photo's ~270 KB URL is never turned into a str, copied or scanned for escapes: that took ~1 ms
+    of CPU per photo, the most of an endpoint episode's (docs/benchmarks.md, "Eval client").
+
+    >>> orjson.loads(orjson.dumps(image_url_json(Image.new("RGB", (4, 4)), 100)))[:22]
+    'data:image/png;base64,'
+    """
+    found = _file_bytes(image, max_pixels)
+    if found is None:
+        return orjson.Fragment(orjson.dumps(image_data_url(image, max_pixels)))
+    mime, data = found
+    return orjson.Fragment(b'"data:%b;base64,%b"' % (mime.encode(), base64.b64encode(data)))
 
 
 class OpenAIPolicy:
@@ -114,7 +143,7 @@ class OpenAIPolicy:
         self.temperature, self.max_image_pixels = temperature, max_image_pixels
         self.tool_images_as, self.extra_body = tool_images_as, dict(extra_body or {})
         self.url = api_url(base_url, "chat/completions")
-        self._clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # event loop -> its httpx client
+        self._clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # event loop -> its httpx clients
         self._urls: dict[int, str] = {}  # id(image) -> data URL, dropped when the image is freed
 
     def __repr__(self) -> str:  # never shows the key
@@ -140,7 +169,8 @@ class OpenAIPolicy:
         return parts
 
     def to_openai_messages(self, messages: list[dict]) -> list[dict]:
-        """The conversation in OpenAI chat format, with tool-call ids pairing calls and results."""
+        """The conversation in OpenAI chat format, with tool-call ids pairing calls and results; an
+        image's URL is an ``orjson.Fragment`` (``image_url_json``), ready for ``orjson.dumps``."""
         out: list[dict] = []
         pending: list[str] = []
         for turn, message in enumerate(messages):
@@ -176,11 +206,11 @@ class OpenAIPolicy:
         return out
 
     def _image_url(self, image: Image.Image) -> str:
-        """``image_url``, once per image object: every turn re-sends the whole conversation."""
+        """``image_url_json``, once per image object: every turn re-sends the whole conversation."""
         key = id(image)
         url = self._urls.get(key)
         if url is None:
-            url = image_url(image, self.max_image_pixels)
+            url = image_url_json(image, self.max_image_pixels)
             if key not in self._urls:  # ids are reused after an object dies: forget it then
                 weakref.finalize(image, self._urls.pop, key, None)
             self._urls[key] = url
@@ -192,9 +222,10 @@ class OpenAIPolicy:
         """One assistant turn for ``episode`` on the running event loop (``agent.loop.play``): many
         episodes share the loop's kept-alive connections. Never raises."""
         loop = asyncio.get_running_loop()
-        http = self._clients.get(loop)
-        if http is None:  # a client's connections belong to one event loop
-            http = self._clients[loop] = async_client(self.timeout)
+        clients = self._clients.get(loop)
+        if clients is None:  # a client's connections belong to one event loop
+            clients = self._clients[loop] = async_clients(self.timeout, POOL_SHARDS)
+        http = clients[episode.index % POOL_SHARDS]
         payload = {"model": self.model, "messages": self.to_openai_messages(episode.messages),
                    "max_tokens": max_new_tokens, "temperature": self.temperature, **self.extra_body}
         if episode.tools:  # extra_body naming tools too: the episode's win
@@ -214,8 +245,7 @@ class OpenAIPolicy:
 
     async def aclose(self) -> None:
         """Close the running event loop's kept-alive connections (before the loop ends)."""
-        http = self._clients.pop(asyncio.get_running_loop(), None)
-        if http is not None:
+        for http in self._clients.pop(asyncio.get_running_loop(), []):
             await http.aclose()
 
     def _turn_of(self, episode: Episode, reply: dict) -> Turn:

@@ -10,6 +10,7 @@ import gc
 import logging
 import time
 
+import orjson
 import pytest
 from PIL import Image
 
@@ -147,8 +148,8 @@ def test_an_image_is_encoded_once_and_forgotten_when_freed(monkeypatch):
     messages = [{"role": "user", "content": [{"type": "image", "image": first}, {"type": "text", "text": "?"}]},
                 {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "crop", "arguments": {}}}]},
                 {"role": "tool", "content": [{"type": "image", "image": second}]}]
-    urls = [policy.to_openai_messages(messages) for _ in range(3)]  # three turns re-send the conversation
-    assert encoded == [(4, 4), (6, 6)]
+    urls = [orjson.loads(orjson.dumps(policy.to_openai_messages(messages))) for _ in range(3)]  # three turns
+    assert encoded == [(4, 4), (6, 6)]  # re-send the conversation; each image was encoded once
     assert urls[0] == urls[2] and urls[0][0]["content"][0]["image_url"]["url"] == real(first, policy.max_image_pixels)
     assert len(policy._urls) == 2
     del first, messages, urls
