@@ -1,4 +1,4 @@
-"""Writing built data sets: bounded-memory sharded output, a rejects file, and the closing summary.
+"""Writing built data sets: bounded-memory output, a rejects file, and the closing summary.
 
 Every builder streams rows into a ``DatasetWriter`` (a few thousand rows in memory at a time) and
 reports each input record it read as written or rejected, so ``read = written + rejected`` holds
@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import shutil
 from collections import Counter
 from dataclasses import dataclass, field
@@ -124,16 +123,17 @@ class BuildReport:
 class DatasetWriter:
     """Stream rows (dicts) into a data set on disk with bounded memory.
 
-    Rows are buffered ``batch_rows`` at a time, encoded with the given ``datasets.Features`` and
-    appended to the current shard; a new shard starts every ``shard_rows`` rows.
+    ``datasets``' own ``ArrowWriter`` (what ``Dataset.from_generator`` writes with) takes each row
+    encoded by ``features`` and writes ``batch_rows`` at a time to one Arrow file; ``close`` saves
+    that file as the data set (``save_to_disk``, sharded by size, or ``to_parquet``).
     """
 
-    def __init__(self, out_dir: str | Path, features, *, fmt: str = "hf", batch_rows: int = 1000,
-                 shard_rows: int = 50_000):
+    def __init__(self, out_dir: str | Path, features, *, fmt: str = "hf", batch_rows: int = 1000):
+        from datasets.arrow_writer import ArrowWriter
+
         if fmt not in FORMATS:
             raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
         self.out_dir, self.features, self.fmt = Path(out_dir), features, fmt
-        self.batch_rows, self.shard_rows = batch_rows, shard_rows
         self.tmp_dir = self.out_dir.parent / f".{self.out_dir.name}.partial-{os.getpid()}"
         shutil.rmtree(self.tmp_dir, ignore_errors=True)
         # The outermost folder this writer creates: removed again (if empty) when the build fails.
@@ -141,10 +141,8 @@ class DatasetWriter:
         self._created = missing[-1] if missing else None
         self.tmp_dir.mkdir(parents=True)
         self.rows = 0
-        self._buffer: list[dict] = []
-        self._shards: list[Path] = []
-        self._writer = None
-        self._shard_count = 0
+        self._writer = ArrowWriter(features=features, path=str(self.tmp_dir / "rows.arrow"),
+                                   writer_batch_size=batch_rows)
 
     def __enter__(self) -> DatasetWriter:  # noqa: PYI034 - py3.10 has no typing.Self
         return self
@@ -156,110 +154,36 @@ class DatasetWriter:
             self.abort()
 
     def add(self, row: dict) -> None:
-        self._buffer.append(row)
-        if len(self._buffer) >= self.batch_rows:
-            self._flush()
-
-    def _flush(self) -> None:
-        if not self._buffer:
-            return
-        from datasets import Dataset
-
-        columns = {name: [row[name] for row in self._buffer] for name in self.features}
-        table = self._fast_table(columns)
-        if table is None:  # datasets' own encoders (PIL images, Json -> text) build the Arrow batch
-            table = Dataset.from_dict(columns, features=self.features).data.table
-        self._buffer = []
-        self._write_table(table)
-
-    def _fast_table(self, columns: dict[str, list]):
-        """Arrow straight from Python lists when every image is a path or a bytes/path dict (the common
-        case, several times faster than per-value encoding); None to take the general path."""
-        import pyarrow as pa
-        from datasets import Image, Json, List
-
-        encoded = {}
-        for name, feature in self.features.items():
-            values = columns[name]
-            inner = feature.feature if isinstance(feature, List) else None
-            if isinstance(feature, Json) or isinstance(inner, Json):
-                return None
-            if isinstance(feature, Image) or isinstance(inner, Image):
-                as_struct = (lambda v: {"bytes": None, "path": v} if isinstance(v, str) else
-                             v if isinstance(v, dict) else None)
-                if inner is not None:
-                    values = [[as_struct(v) for v in row] for row in values]
-                else:
-                    values = [as_struct(v) for v in values]
-                if any(v is None for row in values for v in (row if inner is not None else [row])):
-                    return None
-            encoded[name] = values
-        try:
-            return pa.Table.from_pydict(encoded, schema=self.features.arrow_schema)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
-            return None
-
-    def _write_table(self, table) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        if self._writer is None:
-            suffix = "arrow" if self.fmt == "hf" else "parquet"
-            path = self.tmp_dir / f"shard-{len(self._shards):05d}.{suffix}"
-            self._shards.append(path)
-            self._writer = (pa.ipc.new_stream(str(path), table.schema) if self.fmt == "hf"
-                            else pq.ParquetWriter(str(path), table.schema))
-            self._shard_count = 0
-        if self.fmt == "hf":
-            for batch in table.to_batches():
-                self._writer.write_batch(batch)
-        else:
-            self._writer.write_table(table)
-        self.rows += table.num_rows
-        self._shard_count += table.num_rows
-        if self._shard_count >= self.shard_rows:
-            self._writer.close()
-            self._writer = None
+        self._writer.write(self.features.encode_example({name: row[name] for name in self.features}))
+        self.rows += 1
 
     def close(self) -> Path:
-        """Finish the last shard, write the metadata and move the data set into place."""
-        self._flush()
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
-        if not self._shards:  # an empty data set still has its schema
-            from datasets import Dataset
+        """Save the rows as the data set, in a hidden folder renamed into place."""
+        import datasets
 
-            self._write_table(Dataset.from_dict({k: [] for k in self.features}, features=self.features).data.table)
-            self._writer.close()
-            self._writer = None
-        n = len(self._shards)
-        names = []
-        for i, shard in enumerate(self._shards):
-            name = f"data-{i:05d}-of-{n:05d}.{shard.suffix.lstrip('.')}"
-            shard.rename(self.tmp_dir / name)
-            names.append(name)
-        if self.fmt == "hf":
-            self._write_hf_metadata(names)
+        self._writer.finalize()
+        rows = datasets.Dataset.from_file(str(self.tmp_dir / "rows.arrow"))
+        staged = self.tmp_dir / "data"
+        bars = datasets.is_progress_bar_enabled()
+        datasets.disable_progress_bars()  # the builder's own bar counted the rows
+        try:
+            if self.fmt == "hf":
+                rows.save_to_disk(str(staged))
+            else:
+                staged.mkdir()
+                rows.to_parquet(str(staged / "data-00000-of-00001.parquet"))
+        finally:
+            if bars:
+                datasets.enable_progress_bars()
+        del rows
         if self.out_dir.exists():
             shutil.rmtree(self.out_dir)
-        self.tmp_dir.rename(self.out_dir)
+        staged.rename(self.out_dir)
+        shutil.rmtree(self.tmp_dir)
         return self.out_dir
 
-    def _write_hf_metadata(self, names: list[str]) -> None:
-        # The two files `datasets.load_from_disk` reads next to the Arrow stream shards.
-        from datasets import DatasetInfo
-
-        DatasetInfo(features=self.features).write_to_directory(str(self.tmp_dir))
-        state = {"_data_files": [{"filename": name} for name in names], "_fingerprint": secrets.token_hex(8),
-                 "_format_columns": None, "_format_kwargs": {}, "_format_type": None,
-                 "_output_all_columns": False, "_split": None}
-        (self.tmp_dir / "state.json").write_text(json.dumps(state, indent=2), encoding="utf-8")
-
     def abort(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+        self._writer.close()
         shutil.rmtree(self.tmp_dir, ignore_errors=True)
         if self._created is not None:
             folder = self.tmp_dir.parent
