@@ -27,11 +27,6 @@ from lookcloser.agent.parsing import parse_assistant_text
 from lookcloser.http_client import RequestFailed, api_url, asend, async_clients, bearer, json_post
 
 
-# Episodes share POOL_SHARDS clients (by episode index), not one: httpcore2's pool checks each of
-# its connections on every request and reply, ~0.8 ms of CPU per request at --concurrency 64,
-# a third of an episode's CPU; pools of 8 keep that pass short (docs/benchmarks.md, "Eval client").
-POOL_SHARDS = 8
-
 
 class EndpointError(RuntimeError):
     """The endpoint answered with a client error (4xx) or a reply that is not JSON."""
@@ -128,6 +123,11 @@ class OpenAIPolicy:
             template and TRL render them); "user" moves them to a user message after it, for
             servers that accept images only from users.
         extra_body: Extra JSON fields for every request (e.g. ``{"top_p": 0.9}``).
+        pools: Clients (connection pools) the requests share, each request going to the one with
+            the fewest in flight. httpcore2's pool checks each of its connections on every request
+            and reply: ~0.8 ms of CPU per request with 64 connections in one pool, a third of an
+            episode's (docs/benchmarks.md, "Eval client"); ``python -m eval`` gives one pool per 8
+            episodes in flight, so the connections stay about as many as the requests in flight.
     """
 
     batched = False
@@ -135,15 +135,15 @@ class OpenAIPolicy:
     def __init__(self, base_url: str, model: str, api_key_env: str = "OPENAI_API_KEY", *, timeout: float = 120.0,
                  retries: int = 3, backoff: float = 1.0, temperature: float = 0.0,
                  max_image_pixels: int = 2048 * 2048, tool_images_as: str = "tool",
-                 extra_body: dict | None = None) -> None:
+                 extra_body: dict | None = None, pools: int = 1) -> None:
         if tool_images_as not in ("tool", "user"):
             raise ValueError("tool_images_as must be 'tool' or 'user'")
         self.base_url, self.model, self.api_key_env = base_url, model, api_key_env
         self.timeout, self.retries, self.backoff = timeout, retries, backoff
         self.temperature, self.max_image_pixels = temperature, max_image_pixels
         self.tool_images_as, self.extra_body = tool_images_as, dict(extra_body or {})
-        self.url = api_url(base_url, "chat/completions")
-        self._clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # event loop -> its httpx clients
+        self.url, self.pools = api_url(base_url, "chat/completions"), max(1, pools)
+        self._clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # event loop -> {client: in flight}
         self._urls: dict[int, str] = {}  # id(image) -> data URL, dropped when the image is freed
 
     def __repr__(self) -> str:  # never shows the key
@@ -224,17 +224,20 @@ class OpenAIPolicy:
         loop = asyncio.get_running_loop()
         clients = self._clients.get(loop)
         if clients is None:  # a client's connections belong to one event loop
-            clients = self._clients[loop] = async_clients(self.timeout, POOL_SHARDS)
-        http = clients[episode.index % POOL_SHARDS]
+            clients = self._clients[loop] = dict.fromkeys(async_clients(self.timeout, self.pools), 0)
+        http = min(clients, key=clients.get)
         payload = {"model": self.model, "messages": self.to_openai_messages(episode.messages),
                    "max_tokens": max_new_tokens, "temperature": self.temperature, **self.extra_body}
         if episode.tools:  # extra_body naming tools too: the episode's win
             payload["tools"] = episode.tools
         request = json_post(http, self.url, payload, bearer(self.api_key_env))
+        clients[http] += 1
         try:
             reply = await asend(http, request, self.retries, self.backoff)
         except RequestFailed as err:
             return _failed(err)
+        finally:
+            clients[http] -= 1
         if reply.status_code != 200:
             return _failed(EndpointError(f"HTTP {reply.status_code}: {reply.text[:300]}"))
         try:

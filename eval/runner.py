@@ -107,7 +107,8 @@ def build_policy(cfg: EvalConfig):
 
         base = api_base(cfg.model)
         return OpenAIPolicy(base, served_model(base, cfg), api_key_env=cfg.api_key_env, timeout=cfg.request_timeout,
-                            retries=cfg.request_retries, backoff=cfg.retry_backoff, temperature=cfg.temperature)
+                            retries=cfg.request_retries, backoff=cfg.retry_backoff, temperature=cfg.temperature,
+                            pools=cfg.concurrency // 8)
     import torch
 
     from lookcloser.agent.hf_policy import HFPolicy
