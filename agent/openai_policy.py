@@ -27,7 +27,6 @@ from lookcloser.agent.parsing import parse_assistant_text
 from lookcloser.http_client import RequestFailed, api_url, asend, async_clients, bearer, json_post
 
 
-
 class EndpointError(RuntimeError):
     """The endpoint answered with a client error (4xx) or a reply that is not JSON."""
 
@@ -144,7 +143,7 @@ class OpenAIPolicy:
         self.tool_images_as, self.extra_body = tool_images_as, dict(extra_body or {})
         self.url, self.pools = api_url(base_url, "chat/completions"), max(1, pools)
         self._clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # event loop -> {client: in flight}
-        self._urls: dict[int, str] = {}  # id(image) -> data URL, dropped when the image is freed
+        self._urls: dict[int, orjson.Fragment] = {}  # id(image) -> data URL, dropped when the image is freed
 
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAIPolicy({self.base_url!r}, {self.model!r}, api_key_env={self.api_key_env!r})"
@@ -205,7 +204,7 @@ class OpenAIPolicy:
                 out.append({"role": role, "content": self._parts(message.get("content"))})
         return out
 
-    def _image_url(self, image: Image.Image) -> str:
+    def _image_url(self, image: Image.Image) -> orjson.Fragment:
         """``image_url_json``, once per image object: every turn re-sends the whole conversation."""
         key = id(image)
         url = self._urls.get(key)
