@@ -1,8 +1,8 @@
 """Loading Qwen3-VL checkpoints (real or the offline tiny one) with a CPU-safe processor.
 
 One place answers "give me a model and a processor for this name": a hub id, a local
-checkpoint folder, or the reserved name ``lookcloser/tiny-qwen3-vl`` (built offline on first
-use, cached on disk, deterministic from its seed).
+checkpoint folder, or a reserved name, ``lookcloser/tiny-qwen3-vl`` or the larger
+``lookcloser/small-qwen3-vl`` (built offline on first use, cached on disk, deterministic from its seed).
 """
 
 from __future__ import annotations
@@ -14,16 +14,16 @@ import torch
 from transformers import AutoConfig, AutoProcessor
 
 from lookcloser.agent.processor import LookcloserQwen3VLProcessor
-from lookcloser.checks import TINY_MODEL_NAME, check_model_name
+from lookcloser.checks import EMBEDDED_MODELS, SMALL_MODEL_NAME, TINY_MODEL_NAME, check_model_name  # noqa: F401 - the names, re-exported
 from lookcloser.errors import ModelPathError
 
 
-def tiny_model_cache_dir() -> Path:
+def tiny_model_cache_dir(size: str = "tiny") -> Path:
     from lookcloser.agent.tiny_qwen3_vl import VERSION
 
     root = os.environ.get("LOOKCLOSER_CACHE") or Path.home() / ".cache" / "lookcloser"
-    # Versioned: a cache built by an older definition of the tiny model is never picked up.
-    return Path(root) / f"tiny-qwen3-vl-v{VERSION}"
+    # Versioned: a cache built by an older definition of the embedded models is never picked up.
+    return Path(root) / f"{size}-qwen3-vl-v{VERSION}"
 
 
 def adapter_base(path: str | Path) -> str | None:
@@ -116,21 +116,22 @@ def _merged_adapter_path(adapter_dir: Path) -> str:
 def resolve_model_path(name_or_path: str) -> str:
     """Turn a recipe's ``model_name_or_path`` into something ``from_pretrained`` can load.
 
-    The reserved tiny name is built offline (once, then cached); a LoRA adapter folder becomes
+    A reserved name is built offline (once, then cached); a LoRA adapter folder becomes
     its base + adapter merged (cached); a local path that does not exist is a ``ModelPathError``
     (never a hub lookup); hub ids are returned unchanged.
     """
     check_model_name(name_or_path, what="model_name_or_path / --model")
-    if name_or_path != TINY_MODEL_NAME:
+    size = EMBEDDED_MODELS.get(name_or_path)
+    if size is None:
         path = Path(name_or_path).expanduser()
         if path.is_dir() and adapter_base(path) is not None:
             return _merged_adapter_path(path)
         return name_or_path
-    target = tiny_model_cache_dir()
+    target = tiny_model_cache_dir(size)
     if not (target / "config.json").exists():
         from lookcloser.agent.tiny_qwen3_vl import build_tiny_qwen3_vl
 
-        build_tiny_qwen3_vl(target)
+        build_tiny_qwen3_vl(target, size=size)
     return str(target)
 
 

@@ -39,8 +39,9 @@ VOCAB_SIZE = 1024
 VERSION = 3  # bump on any change below: the reserved name's cache folder is per version
 PATCH_SIZE = 16
 MERGE_SIZE = 2
-TEXT_HIDDEN, TEXT_LAYERS = 64, 2
-VISION_HIDDEN, VISION_DEPTH = 64, 2
+# The embedded sizes: (text hidden, text layers, vision hidden, vision depth). "tiny" is the main job's
+# model; "small" (lookcloser/small-qwen3-vl) is for skills the tiny one cannot hold (docs/grpo.md).
+SIZES = {"tiny": (64, 2, 64, 2), "small": (192, 4, 64, 2)}
 # Every image is resized to about 128x128 pixels: 64 patches of 16x16, merged into 16 LM tokens. Small
 # images are upscaled so that a 64x64 sample image is seen at 8x8 pixels a patch (enough to count four
 # squares); larger ones are downscaled, so fine detail is lost on purpose (the crop/zoom tools' task).
@@ -91,15 +92,16 @@ def build_tokenizer() -> PreTrainedTokenizerFast:
     return wrapped
 
 
-def build_config(tokenizer: PreTrainedTokenizerFast) -> Qwen3VLConfig:
+def build_config(tokenizer: PreTrainedTokenizerFast, size: str = "tiny") -> Qwen3VLConfig:
     ids = tokenizer.convert_tokens_to_ids
+    text_hidden, text_layers, vision_hidden, vision_depth = SIZES[size]
     return Qwen3VLConfig(
         text_config={
             "vocab_size": len(tokenizer),
-            "hidden_size": TEXT_HIDDEN,
-            "intermediate_size": 2 * TEXT_HIDDEN,
-            "num_hidden_layers": TEXT_LAYERS,
-            "num_attention_heads": TEXT_HIDDEN // 16,
+            "hidden_size": text_hidden,
+            "intermediate_size": 2 * text_hidden,
+            "num_hidden_layers": text_layers,
+            "num_attention_heads": text_hidden // 16,
             "num_key_value_heads": 2,
             "head_dim": 16,
             "max_position_embeddings": 4096,
@@ -111,16 +113,16 @@ def build_config(tokenizer: PreTrainedTokenizerFast) -> Qwen3VLConfig:
             "pad_token_id": ids("<|endoftext|>"),
         },
         vision_config={
-            "depth": VISION_DEPTH,
-            "hidden_size": VISION_HIDDEN,
-            "intermediate_size": 2 * VISION_HIDDEN,
-            "num_heads": VISION_HIDDEN // 16,
+            "depth": vision_depth,
+            "hidden_size": vision_hidden,
+            "intermediate_size": 2 * vision_hidden,
+            "num_heads": vision_hidden // 16,
             "patch_size": PATCH_SIZE,
             "spatial_merge_size": MERGE_SIZE,
             "temporal_patch_size": 2,
-            "out_hidden_size": TEXT_HIDDEN,
+            "out_hidden_size": text_hidden,
             "num_position_embeddings": 64,
-            "deepstack_visual_indexes": [VISION_DEPTH - 1],
+            "deepstack_visual_indexes": [vision_depth - 1],
         },
         image_token_id=ids("<|image_pad|>"),
         video_token_id=ids("<|video_pad|>"),
@@ -139,8 +141,8 @@ def build_image_processor() -> Qwen2VLImageProcessorPil:
     )
 
 
-def build_tiny_qwen3_vl(out_dir: str | Path, seed: int = 0) -> Path:
-    """Write the tiny checkpoint to ``out_dir`` and return the folder.
+def build_tiny_qwen3_vl(out_dir: str | Path, seed: int = 0, size: str = "tiny") -> Path:
+    """Write the embedded checkpoint of ``size`` (``SIZES``) to ``out_dir`` and return the folder.
 
     >>> import contextlib, io, tempfile
     >>> with contextlib.redirect_stdout(io.StringIO()):  # DeepSpeed's first import prints to stdout
@@ -152,7 +154,7 @@ def build_tiny_qwen3_vl(out_dir: str | Path, seed: int = 0) -> Path:
 
     out_dir = Path(out_dir)
     tokenizer = build_tokenizer()
-    config = build_config(tokenizer)
+    config = build_config(tokenizer, size)
     torch.manual_seed(seed)
     model = Qwen3VLForConditionalGeneration(config).eval()
     processor = LookcloserQwen3VLProcessor(
@@ -181,8 +183,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out_dir")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--size", choices=sorted(SIZES), default="tiny")
     args = parser.parse_args()
-    print(build_tiny_qwen3_vl(args.out_dir, seed=args.seed))
+    print(build_tiny_qwen3_vl(args.out_dir, seed=args.seed, size=args.size))
 
 
 if __name__ == "__main__":

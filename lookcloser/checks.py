@@ -15,6 +15,8 @@ from pathlib import Path
 from lookcloser.errors import ModelPathError, RecipeError
 
 TINY_MODEL_NAME = "lookcloser/tiny-qwen3-vl"  # reserved: a tiny random Qwen3-VL built offline (agent.models)
+SMALL_MODEL_NAME = "lookcloser/small-qwen3-vl"  # reserved: the same, wider and deeper (agent.tiny_qwen3_vl.SIZES)
+EMBEDDED_MODELS = {TINY_MODEL_NAME: "tiny", SMALL_MODEL_NAME: "small"}  # reserved name -> its size
 LOCAL_ROOTS = ("outputs", "output", "checkpoints", "data", "runs", "models", "tmp")
 
 
@@ -130,7 +132,7 @@ def check_model_name(name: str | None, planned: Iterable[str | Path] = (), what:
     """
     if not name:
         raise ModelPathError(f"no model given (set {what})")
-    if name == TINY_MODEL_NAME:
+    if name in EMBEDDED_MODELS:
         return
     path = Path(name).expanduser()
     if path.is_file():

@@ -80,3 +80,24 @@ def test_reserved_name_builds_into_the_cache(tmp_path, monkeypatch):
     assert path.startswith(str(tmp_path)) and (Path(path) / "config.json").exists()
     assert Path(path).name == f"tiny-qwen3-vl-v{VERSION}"  # an older definition's cache is never reused
     assert resolve_model_path("Qwen/Qwen3-VL-8B-Instruct") == "Qwen/Qwen3-VL-8B-Instruct"  # untouched
+
+
+def test_the_small_reserved_name_is_a_larger_model_that_plain_transformers_loads(tmp_path, monkeypatch):
+    from transformers import AutoModelForImageTextToText
+
+    from lookcloser.agent.models import SMALL_MODEL_NAME
+    from lookcloser.checks import check_model_name
+
+    monkeypatch.setenv("LOOKCLOSER_CACHE", str(tmp_path))
+    check_model_name(SMALL_MODEL_NAME)  # reserved: never looked up on a hub
+    path = Path(resolve_model_path(SMALL_MODEL_NAME))
+    assert path.name == f"small-qwen3-vl-v{VERSION}" and path != Path(resolve_model_path(TINY_MODEL_NAME))
+    small = AutoModelForImageTextToText.from_pretrained(path)
+    tiny = AutoModelForImageTextToText.from_pretrained(resolve_model_path(TINY_MODEL_NAME))
+    assert small.config.text_config.num_hidden_layers > tiny.config.text_config.num_hidden_layers
+    assert sum(p.numel() for p in small.parameters()) > 3 * sum(p.numel() for p in tiny.parameters())
+    # The same tokenizer and image processing: data built for one trains the other.
+    assert (path / "tokenizer.json").read_text() == (Path(resolve_model_path(TINY_MODEL_NAME)) / "tokenizer.json").read_text()
+    with torch.no_grad():
+        out = small(**_inputs(load_processor(SMALL_MODEL_NAME)))
+    assert out.logits.shape[-1] == tiny.config.text_config.vocab_size
