@@ -50,9 +50,10 @@ _PASS_THROUGH = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp"}
 _EXIF_ORIENTATION = 0x0112
 
 
-def _file_bytes(image: Image.Image, max_pixels: int) -> tuple[str, bytes] | None:
-    """The MIME type and bytes of the file ``image`` was decoded from, or None when sending the
-    file's own bytes could show the model anything else than ``image_data_url`` would.
+def _file_url_json(image: Image.Image, max_pixels: int) -> bytes | None:
+    """A data URL of the file ``image`` was decoded from, as a JSON string (``image_url_json``), or
+    None when sending the file's own bytes could show the model anything else than
+    ``image_data_url`` would.
 
     Only a PNG, JPEG or WebP file opened as plain RGB (``agent.images.open_image`` returns those
     unconverted), one frame, under the pixel budget, without an ICC profile, transparency or an
@@ -72,17 +73,17 @@ def _file_bytes(image: Image.Image, max_pixels: int) -> tuple[str, bytes] | None
                 data = fh.read()
         except (OSError, TypeError, ValueError):
             return None
-    return _PASS_THROUGH[image.format], data
+    return b'"data:%b;base64,%b"' % (_PASS_THROUGH[image.format].encode(), base64.b64encode(data))
 
 
 def file_data_url(image: Image.Image, max_pixels: int) -> str | None:
-    """A data URL of the file ``image`` was decoded from (``_file_bytes``), or None.
+    """A data URL of the file ``image`` was decoded from (``_file_url_json``), or None.
 
     >>> file_data_url(Image.new("RGB", (4, 4)), 100) is None  # made in memory: no file
     True
     """
-    found = _file_bytes(image, max_pixels)
-    return None if found is None else f"data:{found[0]};base64," + base64.b64encode(found[1]).decode("ascii")
+    url = _file_url_json(image, max_pixels)
+    return None if url is None else orjson.loads(url)
 
 
 def image_url(image: Image.Image, max_pixels: int) -> str:
@@ -98,11 +99,7 @@ def image_url_json(image: Image.Image, max_pixels: int) -> orjson.Fragment:
     >>> orjson.loads(orjson.dumps(image_url_json(Image.new("RGB", (4, 4)), 100)))[:22]
     'data:image/png;base64,'
     """
-    found = _file_bytes(image, max_pixels)
-    if found is None:
-        return orjson.Fragment(orjson.dumps(image_data_url(image, max_pixels)))
-    mime, data = found
-    return orjson.Fragment(b'"data:%b;base64,%b"' % (mime.encode(), base64.b64encode(data)))
+    return orjson.Fragment(_file_url_json(image, max_pixels) or orjson.dumps(image_data_url(image, max_pixels)))
 
 
 class OpenAIPolicy:
