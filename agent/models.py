@@ -18,7 +18,7 @@ from lookcloser.checks import EMBEDDED_MODELS, SMALL_MODEL_NAME, TINY_MODEL_NAME
 from lookcloser.errors import ModelPathError
 
 
-def tiny_model_cache_dir(size: str = "tiny") -> Path:
+def embedded_model_cache_dir(size: str = "tiny") -> Path:
     from lookcloser.agent.tiny_qwen3_vl import VERSION
 
     root = os.environ.get("LOOKCLOSER_CACHE") or Path.home() / ".cache" / "lookcloser"
@@ -107,7 +107,7 @@ def _merged_adapter_path(adapter_dir: Path) -> str:
     """
     from lookcloser.checkpoint_digest import checkpoint_digest
 
-    target = tiny_model_cache_dir().parent / "merged" / checkpoint_digest(adapter_dir)
+    target = embedded_model_cache_dir().parent / "merged" / checkpoint_digest(adapter_dir)
     if not (target / "config.json").exists():
         merge_adapter(adapter_dir, target)
     return str(target)
@@ -127,7 +127,7 @@ def resolve_model_path(name_or_path: str) -> str:
         if path.is_dir() and adapter_base(path) is not None:
             return _merged_adapter_path(path)
         return name_or_path
-    target = tiny_model_cache_dir(size)
+    target = embedded_model_cache_dir(size)
     if not (target / "config.json").exists():
         from lookcloser.agent.tiny_qwen3_vl import build_tiny_qwen3_vl
 
