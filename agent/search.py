@@ -17,7 +17,6 @@ holding the key) or ``LOOKCLOSER_SEARCH_CORPUS``.
 
 from __future__ import annotations
 
-import html.parser
 import ipaddress
 import json
 import logging
@@ -26,10 +25,11 @@ import re
 import socket
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Protocol
+from typing import Protocol
 from urllib.parse import urljoin, urlsplit
 
 import httpx2
+from bs4 import BeautifulSoup
 
 from lookcloser import http_client
 from lookcloser.agent.toolkit import ToolError
@@ -206,52 +206,27 @@ def check_public_url(url: str, allow_private: bool = False) -> None:
             raise ToolError(f"host {parts.hostname!r} is on a private network and cannot be fetched")
 
 
-class _TextExtractor(html.parser.HTMLParser):
-    _SKIP: ClassVar[set[str]] = {"script", "style", "noscript", "template", "svg", "head"}
-    _BLOCK: ClassVar[set[str]] = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section", "article", "table",
-              "ul", "ol", "pre", "blockquote", "header", "footer"}
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-        self.title = ""
-        self._skip = 0
-        self._in_title = False
-
-    def handle_starttag(self, tag, attrs):
-        if tag in self._SKIP:
-            self._skip += 1
-        elif tag == "title":
-            self._in_title = True
-        elif tag in self._BLOCK:
-            self.parts.append("\n")
-
-    def handle_endtag(self, tag):
-        if tag in self._SKIP and self._skip:
-            self._skip -= 1
-        elif tag == "title":
-            self._in_title = False
-        elif tag in self._BLOCK:
-            self.parts.append("\n")
-
-    def handle_data(self, data):
-        if self._in_title:
-            self.title += data
-        elif not self._skip:
-            self.parts.append(data)
+# Tags whose text a reader never sees, and tags that start a new line of text.
+_HIDDEN = ["script", "style", "noscript", "template", "svg", "head"]
+_BLOCKS = ["p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section", "article", "table", "ul",
+           "ol", "pre", "blockquote", "header", "footer"]
 
 
 def html_to_text(page: str) -> tuple[str, str]:
-    """(title, readable text) of an HTML page; scripts and styles dropped, whitespace collapsed.
+    """(title, readable text) of an HTML page (BeautifulSoup); scripts and styles dropped, a line per
+    block, whitespace collapsed.
 
-    >>> html_to_text("<html><head><title>T</title><script>x()</script></head><body><p>a  b</p><p>c</p></body>")
+    >>> html_to_text("<html><head><title>T</title><script>x()</script></head><body><p>a  <b>b</b></p><p>c</p></body>")
     ('T', 'a b\\nc')
     """
-    parser = _TextExtractor()
-    parser.feed(page)
-    parser.close()
-    lines = (re.sub(r"\s+", " ", line).strip() for line in "".join(parser.parts).split("\n"))
-    return parser.title.strip(), "\n".join(line for line in lines if line)
+    soup = BeautifulSoup(page, "html.parser")
+    title = soup.title.get_text().strip() if soup.title else ""
+    for tag in soup(_HIDDEN):
+        tag.decompose()
+    for tag in soup(_BLOCKS):
+        tag.insert_before("\n")
+    lines = (re.sub(r"\s+", " ", line).strip() for line in soup.get_text().split("\n"))
+    return title, "\n".join(line for line in lines if line)
 
 
 def search_backend_from_env() -> SearchBackend | None:

@@ -39,6 +39,12 @@ def shared_data() -> Path:
 
 
 @pytest.fixture
+def repo_cwd(monkeypatch):
+    """Run from the repo root, where recipes and sample data are named from."""
+    monkeypatch.chdir(REPO)
+
+
+@pytest.fixture
 def one_torch_thread(monkeypatch):
     """GRPO tests on the tiny model: one torch thread (on oversubscribed shared CPUs OpenMP
     spin-waits make tiny-model steps ~20x slower) and TRL's experimental warnings silenced."""

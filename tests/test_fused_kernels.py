@@ -22,9 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 UNAVAILABLE = liger_unavailable()
 
 
-@pytest.fixture(autouse=True)
-def _repo_cwd(monkeypatch):
-    monkeypatch.chdir(REPO)  # recipes name data relative to the repo root
+pytestmark = pytest.mark.usefixtures("repo_cwd")  # recipes name data relative to the repo root
 
 
 def _sft_args(model, out, *extra):

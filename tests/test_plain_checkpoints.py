@@ -25,9 +25,7 @@ TINY_SFT = ["--max_train_samples", "2", "--per_device_train_batch_size", "2", "-
             "--logging_steps", "1", "--report_to", "none", "--warmup_steps", "0", "--lr_scheduler_type", "constant"]
 
 
-@pytest.fixture(autouse=True)
-def _repo_cwd(monkeypatch):
-    monkeypatch.chdir(REPO)  # recipes name data relative to the repo root
+pytestmark = pytest.mark.usefixtures("repo_cwd")  # recipes name data relative to the repo root
 
 
 @pytest.fixture

@@ -113,8 +113,8 @@ def test_eval_unknown_environment_is_one_line(capsys, monkeypatch, tiny_model_di
     assert exit_info.value.code == 2
     # checked as the config is parsed: one line, before the model loads or the output folder is made
     assert capsys.readouterr().err.splitlines() == [
-        "error: environment: unknown name 'nope' (choose from tir_bench, mir, synthetic, crop, disbench, photo_search, "
-        "imagemining, web_search)"]
+        ("error: environment: unknown name 'nope' (choose from tir_bench, mir, synthetic, crop, disbench, photo_search, "
+         "imagemining, web_search)")]
     assert not (tmp_path / "out").exists()
 
 

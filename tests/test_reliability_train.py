@@ -30,9 +30,7 @@ TINY_SFT = ["--max_train_samples", "2", "--per_device_train_batch_size", "2", "-
             "--report_to", "none", "--num_train_epochs", "1"]
 
 
-@pytest.fixture(autouse=True)
-def _repo_cwd(monkeypatch):
-    monkeypatch.chdir(REPO)  # recipes name data relative to the repo root
+pytestmark = pytest.mark.usefixtures("repo_cwd")  # recipes name data relative to the repo root
 
 
 def test_embedded_default_builds_atomically_when_several_start_at_once(tmp_path):

@@ -21,11 +21,7 @@ def _args(tiny_model_dir, tmp_path, *extra):
     ])
 
 
-@pytest.fixture(autouse=True)
-def _repo_cwd(monkeypatch):
-    from tests.conftest import REPO
-
-    monkeypatch.chdir(REPO)  # recipes name data relative to the repo root
+pytestmark = pytest.mark.usefixtures("repo_cwd")  # recipes name data relative to the repo root
 
 
 def test_assistant_only_mask_covers_exactly_the_assistant_tokens(tiny_model_dir, tmp_path):

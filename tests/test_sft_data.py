@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
 
 from lookcloser.train.sft import build_trainer, parse_args
 from lookcloser.train.sft_data import FeatureCollator, featurize, rope_index_fn
 
-
-@pytest.fixture(autouse=True)
-def _repo_cwd(monkeypatch):
-    from tests.conftest import REPO
-
-    monkeypatch.chdir(REPO)  # recipes name data relative to the repo root
+pytestmark = pytest.mark.usefixtures("repo_cwd")  # recipes name data relative to the repo root
 
 
 def _trainer(tiny_model_dir, tmp_path, *extra):
@@ -24,16 +21,10 @@ def _trainer(tiny_model_dir, tmp_path, *extra):
 @pytest.fixture(scope="module")
 def on_the_fly(tiny_model_dir, tmp_path_factory):
     """The recipe's trainer with on-the-fly collation: raw records and ToolTrajectoryCollator."""
-    import os
-
     from tests.conftest import REPO
 
-    cwd = os.getcwd()
-    os.chdir(REPO)
-    try:
+    with contextlib.chdir(REPO):  # module-scoped: the per-test repo_cwd does not reach it
         trainer = _trainer(tiny_model_dir, tmp_path_factory.mktemp("sft"), "--preprocess_once", "false")
-    finally:
-        os.chdir(cwd)
     records = [trainer.train_dataset[i] for i in range(12)]
     featurized = featurize(records, trainer.data_collator, rope_index_fn(trainer.model))
     return trainer, records, featurized
