@@ -84,7 +84,7 @@ def open_checked_image(path: Path, *, source: str | Path = "", rid: object = Non
                         in_memory=not decode) as image:
         if decode or image.mode != "RGB":
             image.load()
-    image.filename = os.fspath(path)  # as if opened by path: file_data_url sends this file's bytes
+    image.filename = os.fspath(path)  # as if opened by path: image_url_json sends this file's bytes
     # (or, undecoded, the checked_bytes verified_image kept; a converted image has neither)
     return to_rgb(image)
 

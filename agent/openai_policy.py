@@ -76,30 +76,22 @@ def _file_url_json(image: Image.Image, max_pixels: int) -> bytes | None:
     return b'"data:%b;base64,%b"' % (_PASS_THROUGH[image.format].encode(), base64.b64encode(data))
 
 
-def file_data_url(image: Image.Image, max_pixels: int) -> str | None:
-    """A data URL of the file ``image`` was decoded from (``_file_url_json``), or None.
-
-    >>> file_data_url(Image.new("RGB", (4, 4)), 100) is None  # made in memory: no file
-    True
-    """
-    url = _file_url_json(image, max_pixels)
-    return None if url is None else orjson.loads(url)
+def image_url_json(image: Image.Image, max_pixels: int) -> orjson.Fragment:
+    """A data URL of ``image`` (``_file_url_json``, else ``image_data_url``) as the JSON string orjson
+    writes into a request as it is. Built from bytes, a photo's ~270 KB URL is never turned into a
+    str, copied or scanned for escapes: that took ~1 ms of CPU per photo, the most of an endpoint
+    episode's (docs/benchmarks.md, "Eval client")."""
+    return orjson.Fragment(_file_url_json(image, max_pixels) or orjson.dumps(image_data_url(image, max_pixels)))
 
 
 def image_url(image: Image.Image, max_pixels: int) -> str:
-    """What the model is sent for ``image``: ``file_data_url``, else ``image_data_url``."""
-    return file_data_url(image, max_pixels) or image_data_url(image, max_pixels)
+    """What the model is sent for ``image`` (``image_url_json``) as a str: the file's own bytes when
+    they show the same pixels, else a PNG.
 
-
-def image_url_json(image: Image.Image, max_pixels: int) -> orjson.Fragment:
-    """``image_url`` as the JSON string orjson writes into a request as it is. Built from bytes, a
-    photo's ~270 KB URL is never turned into a str, copied or scanned for escapes: that took ~1 ms
-    of CPU per photo, the most of an endpoint episode's (docs/benchmarks.md, "Eval client").
-
-    >>> orjson.loads(orjson.dumps(image_url_json(Image.new("RGB", (4, 4)), 100)))[:22]
+    >>> image_url(Image.new("RGB", (4, 4)), 100)[:22]  # made in memory: no file
     'data:image/png;base64,'
     """
-    return orjson.Fragment(_file_url_json(image, max_pixels) or orjson.dumps(image_data_url(image, max_pixels)))
+    return orjson.loads(orjson.dumps(image_url_json(image, max_pixels)))
 
 
 class OpenAIPolicy:

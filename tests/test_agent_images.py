@@ -201,14 +201,14 @@ def _straight(path, max_pixels):
 
 
 def _outcome(load, path, max_pixels):
-    from lookcloser.agent.openai_policy import file_data_url
+    from lookcloser.agent.openai_policy import image_url
 
     try:
         image = load(path, max_pixels)
     except Exception as err:  # noqa: BLE001 - the error is the outcome compared
         return ("error", type(err).__name__, str(err))
     return ("image", image.mode, image.size, image.tobytes(), getattr(image, "filename", None),
-            file_data_url(image, 10**8))
+            image_url(image, 10**8))
 
 
 def test_one_open_checks_and_decodes_like_check_then_open(tmp_path, monkeypatch):
@@ -280,7 +280,7 @@ def test_undecoded_images_for_an_endpoint_are_the_same_pixels_when_read(tmp_path
     ``decode=True``; the bytes sent are the same. The trade: a file that passes the checks but does
     not decode fails where it is first read, not at the open."""
     from lookcloser.agent.images import open_checked_image
-    from lookcloser.agent.openai_policy import file_data_url
+    from lookcloser.agent.openai_policy import image_url
     from lookcloser.data_builders.records import RecordError
 
     picture = gradient(40, 30)
@@ -293,16 +293,16 @@ def test_undecoded_images_for_an_endpoint_are_the_same_pixels_when_read(tmp_path
         path = tmp_path / name
         decoded = open_checked_image(path, rid="r1")
         lazy = open_checked_image(path, rid="r1", decode=False)
-        sent = file_data_url(lazy, 10**8)
+        sent = image_url(lazy, 10**8)
         assert lazy.size == decoded.size and lazy.mode == decoded.mode == "RGB"
-        assert sent == file_data_url(decoded, 10**8)
+        assert sent == image_url(decoded, 10**8)
         moved = path.rename(tmp_path / f"gone_{name}")
         assert lazy.tobytes() == decoded.tobytes(), name  # decoded now, from memory
         moved.rename(path)
     lazy = open_checked_image(tmp_path / "rgb.jpg", rid="r1", decode=False)
     checked = (tmp_path / "rgb.jpg").read_bytes()
     (tmp_path / "rgb.jpg").write_bytes(b"changed since")  # the bytes sent are the ones checked at the open
-    assert file_data_url(lazy, 10**8) == "data:image/jpeg;base64," + base64.b64encode(checked).decode()
+    assert image_url(lazy, 10**8) == "data:image/jpeg;base64," + base64.b64encode(checked).decode()
     lazy = open_checked_image(tmp_path / "cut.jpg", rid="r1", decode=False)
     assert lazy.size == (40, 30)
     with pytest.raises(OSError, match="truncated"):
