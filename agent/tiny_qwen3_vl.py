@@ -10,9 +10,6 @@ Its weights are random; it exists so that the whole stack runs end to end on a C
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import torch
@@ -150,9 +147,9 @@ def build_tiny_qwen3_vl(out_dir: str | Path, seed: int = 0, size: str = "tiny") 
     >>> sorted(p.name for p in d.iterdir())[:3]
     ['chat_template.jinja', 'config.json', 'generation_config.json']
     """
+    from lookcloser.agent.models import save_checkpoint
     from lookcloser.agent.processor import LookcloserQwen3VLProcessor
 
-    out_dir = Path(out_dir)
     tokenizer = build_tokenizer()
     config = build_config(tokenizer, size)
     torch.manual_seed(seed)
@@ -160,23 +157,8 @@ def build_tiny_qwen3_vl(out_dir: str | Path, seed: int = 0, size: str = "tiny") 
     processor = LookcloserQwen3VLProcessor(
         image_processor=build_image_processor(), tokenizer=tokenizer, chat_template=tokenizer.chat_template
     )
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    # A private folder per process, moved into place with one rename: processes building at once
-    # (every rank of a fresh `accelerate launch`) never see or touch each other's half-written files.
-    tmp = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.tmp-"))
-    try:
-        model.save_pretrained(tmp)
-        processor.save_pretrained(tmp)
-        try:
-            os.rename(tmp, out_dir)  # atomic; replaces out_dir only when it is missing or empty
-        except OSError:
-            if not (out_dir / "config.json").exists():  # a folder with other files: fill it file by file
-                for item in tmp.iterdir():
-                    item.replace(out_dir / item.name)
-            # else another process finished the same deterministic build first: keep its copy
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return out_dir
+    # Every rank of a fresh `accelerate launch` may build it at once: the first whole copy is kept.
+    return save_checkpoint(out_dir, model, processor)
 
 
 def main() -> None:
