@@ -6,15 +6,14 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
 
 from lookcloser.rewards import disbench, imagemining, mir
+from testing.fake_endpoint import FakeEndpoint
 
 DATA = Path(__file__).parents[2] / "shared" / "data"
 needs_data = pytest.mark.skipif(not DATA.exists(), reason="shared sample data not present")
@@ -143,46 +142,36 @@ def test_imagemining_real_answers_match_themselves_and_not_others():
 
 # ---- LLM judge on a real loopback server -------------------------------------------------------------
 
-class _JudgeHandler(BaseHTTPRequestHandler):
-    requests: ClassVar[list[dict]] = []
-    mode: ClassVar[str] = "ok"
+class _Judge:
+    """The judge's endpoint (``testing.fake_endpoint``, a real server on loopback): "CORRECT" for crimson
+    against Red; ``mode`` "error" (HTTP 500), "garbage" (a reply that is not JSON) or "slow" (1.5 s)."""
 
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
-        if self.mode == "slow":
-            time.sleep(1.5)
-        if self.mode == "error":
-            self.send_response(500)
-            self.end_headers()
-            return
-        user = body["messages"][-1]["content"]
+    REPLIES: ClassVar[dict] = {"error": {"status": 500}, "slow": {"sleep": 1.5},
+                               "garbage": {"raw": b"HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nnot json"}}
+
+    def __init__(self) -> None:
+        self.mode, self.bodies, self.endpoint = "ok", [], FakeEndpoint(self.respond)
+
+    def respond(self, request: dict, attempt: int) -> dict:
+        self.bodies.append(request)
+        user = request["messages"][-1]["content"]
         verdict = "CORRECT" if "crimson" in user and "Reference answer: Red" in user else "INCORRECT"
-        payload = b"not json" if self.mode == "garbage" else json.dumps(
-            {"choices": [{"message": {"role": "assistant", "content": verdict}}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        return {"content": verdict, **self.REPLIES.get(self.mode, {})}
 
-    def log_message(self, *args):
-        pass
+    @property
+    def requests(self) -> list[dict]:
+        return [{"path": path, "auth": auth, "body": body} for path, auth, body
+                in zip(self.endpoint.targets, self.endpoint.authorizations, self.bodies, strict=True)]
 
 
 @pytest.fixture
 def judge_server(monkeypatch):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _JudgeHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    _JudgeHandler.requests = []
-    _JudgeHandler.mode = "ok"
-    monkeypatch.setenv("LOOKCLOSER_JUDGE_BASE_URL", f"http://127.0.0.1:{server.server_address[1]}/v1")
-    monkeypatch.setenv("LOOKCLOSER_JUDGE_MODEL", "judge-model")
-    monkeypatch.setenv("LOOKCLOSER_JUDGE_API_KEY", "sk-test-secret")
-    yield _JudgeHandler
-    server.shutdown()
-    server.server_close()
+    judge = _Judge()
+    with judge.endpoint:
+        monkeypatch.setenv("LOOKCLOSER_JUDGE_BASE_URL", judge.endpoint.url)
+        monkeypatch.setenv("LOOKCLOSER_JUDGE_MODEL", "judge-model")
+        monkeypatch.setenv("LOOKCLOSER_JUDGE_API_KEY", "sk-test-secret")
+        yield judge
 
 
 def test_llm_judge_off_by_default(judge_server):
