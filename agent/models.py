@@ -45,6 +45,7 @@ def merge_adapter(adapter_dir: str | Path, out_dir: str | Path) -> Path:
     from peft import PeftModel
 
     from lookcloser.agent.checkpoint_prompting import PROMPTING_FILE
+    from lookcloser.checkpoints import save_checkpoint
 
     adapter_dir, out_dir = Path(adapter_dir), Path(out_dir)
     base = resolve_model_path(adapter_base(adapter_dir) or "")
@@ -53,35 +54,6 @@ def merge_adapter(adapter_dir: str | Path, out_dir: str | Path) -> Path:
     processor = _processor_at(str(adapter_dir) if has_processor else base, config_path=base)
     extra = [adapter_dir / PROMPTING_FILE] if (adapter_dir / PROMPTING_FILE).is_file() else []  # evaluated as trained
     return save_checkpoint(out_dir, model, processor, extra, replace=True)
-
-
-def save_checkpoint(out_dir: str | Path, model, processor, extra_files=(), replace: bool = False) -> Path:
-    """Save ``model``, ``processor`` and copies of ``extra_files`` as the checkpoint ``out_dir``: written
-    in a private folder moved into place with one rename, so nobody (another rank building the same
-    folder, a reader, a Ctrl-C) sees it half-written. ``replace``: a checkpoint already there is
-    replaced; else the first one written is kept (processes racing to build the same folder)."""
-    import shutil
-    import tempfile
-
-    out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.tmp-"))
-    try:
-        model.save_pretrained(tmp)
-        processor.save_pretrained(tmp)
-        for path in extra_files:
-            shutil.copyfile(path, tmp / Path(path).name)
-        if replace and (out_dir / "config.json").exists():
-            shutil.rmtree(out_dir, ignore_errors=True)
-        try:
-            os.rename(tmp, out_dir)  # atomic; replaces out_dir only when it is missing or empty
-        except OSError:
-            if not (out_dir / "config.json").exists():  # a folder with other files: fill it file by file
-                for item in tmp.iterdir():
-                    item.replace(out_dir / item.name)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return out_dir
 
 
 def name_adapter_base(folder: str | Path, name: str) -> None:

@@ -147,8 +147,8 @@ def build_tiny_qwen3_vl(out_dir: str | Path, seed: int = 0, size: str = "tiny") 
     >>> sorted(p.name for p in d.iterdir())[:3]
     ['chat_template.jinja', 'config.json', 'generation_config.json']
     """
-    from lookcloser.agent.models import save_checkpoint
     from lookcloser.agent.processor import LookcloserQwen3VLProcessor
+    from lookcloser.checkpoints import save_checkpoint
 
     tokenizer = build_tokenizer()
     config = build_config(tokenizer, size)

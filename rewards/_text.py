@@ -13,30 +13,28 @@ from typing import Any
 _THINK_CLOSE = "</think>"
 
 
-def message_text(content: Any) -> str:
-    """Text of a chat message ``content``: a str, or a list of ``{"type": "text"}`` blocks.
-
-    Non-text blocks (images) are skipped; text blocks are joined with newlines.
+def message_text(content: Any, image: str | None = None, sep: str = "\n") -> str:
+    """Text of a chat message ``content``: a str, or a list of ``{"type": "text"}`` blocks joined with
+    ``sep``; an image block becomes ``image`` (None: skipped).
 
     >>> message_text([{"type": "image"}, {"type": "text", "text": "B"}])
     'B'
+    >>> message_text([{"type": "image", "image": None}, {"type": "text", "text": "What?"}], "<image>", "")
+    '<image>What?'
     >>> message_text(None)
     ''
     """
     if isinstance(content, str):
         return content
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if isinstance(block, str):
-                parts.append(block)
-            elif isinstance(block, dict) and isinstance(block.get("text"), str) \
-                    and block.get("type", "text") == "text":
-                parts.append(block["text"])
-        return "\n".join(parts)
-    if isinstance(content, dict):
-        return message_text([content])
-    return ""
+    parts = []
+    for block in [content] if isinstance(content, dict) else content if isinstance(content, list) else []:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict) and block.get("type") == "image" and image is not None:
+            parts.append(image)
+        elif isinstance(block, dict) and isinstance(block.get("text"), str) and block.get("type", "text") == "text":
+            parts.append(block["text"])
+    return sep.join(parts)
 
 
 def assistant_text(message: dict) -> str:

@@ -17,32 +17,15 @@ from typing import Any
 
 from PIL import Image
 
+from lookcloser.rewards._text import message_text
 from lookcloser.train.grpo_lib.tools import INVALID_TOOL, tool_call_text
 
 THUMB = 128  # pixels per contact-sheet cell
 
 
 def content_text(content: Any) -> str:
-    """Text of a message's content; image blocks become ``<image>``.
-
-    >>> content_text([{"type": "image", "image": None}, {"type": "text", "text": "What?"}])
-    '<image>What?'
-    """
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if isinstance(block, dict) and block.get("type") == "image":
-                parts.append("<image>")
-            elif isinstance(block, dict) and block.get("type") == "text":
-                parts.append(str(block.get("text") or ""))
-            elif isinstance(block, str):
-                parts.append(block)
-        return "".join(parts)
-    if isinstance(content, dict):
-        return content_text([content])
-    return "" if content is None else str(content)
+    """Text of a message's content as a reader sees it: image blocks become ``<image>``."""
+    return message_text(content, image="<image>", sep="")
 
 
 def conversation_text(messages: Any) -> str:
