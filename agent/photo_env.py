@@ -14,6 +14,7 @@ A row needs ``user_id`` and ``data_root`` (the DISBench folder with ``metadata/`
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 from collections.abc import Callable
@@ -95,9 +96,9 @@ class PhotoCollectionEnv(WebSearchTools, ToolEnv):
         return [self._collection.photos[pid] for pid in known], unknown
 
     def _list_ids(self, ids: list[str]) -> str:
-        shown = ", ".join(ids[: self._max_listed])
+        # Written as the tools and the answer take ids (a JSON list of strings), so they are copied verbatim.
         more = f" … and {len(ids) - self._max_listed} more" if len(ids) > self._max_listed else ""
-        return f"[{shown}{more}]"
+        return json.dumps(ids[: self._max_listed]) + more
 
     def _subset(self, name: str) -> list[str]:
         if name not in self._subsets:
@@ -215,7 +216,8 @@ class PhotoCollectionEnv(WebSearchTools, ToolEnv):
             if not path.is_file():
                 raise ToolError(f"the image of photo {photo.photo_id} is missing")
             meta = {k: v for k, v in photo.describe().items() if k in ("taken_time", "address") and v}
-            blocks.append({"type": "text", "text": f"Photo {photo.photo_id} {meta}" if meta else f"Photo {photo.photo_id}"})
+            label = json.dumps(photo.photo_id)  # quoted, as the answer lists it
+            blocks.append({"type": "text", "text": f"Photo {label} {meta}" if meta else f"Photo {label}"})
             blocks.append({"type": "image", "image": thumbnail(path, self._view_side)})
         return blocks
 

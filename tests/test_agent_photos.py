@@ -60,6 +60,8 @@ def test_filter_query_answered_through_the_tools(env, disbench):
     result = env.filter_metadata(start_time="2020-06", end_time="2020-06-30", place="paris")
     assert set(ids_in(result)) == gold
     assert "saved as subset 'last_filter'" in result
+    # listed as the tools and the answer take ids (a JSON list of strings), so a model copies them verbatim
+    assert json.loads(result[result.index(": [") + 2:]) == ids_in(result)
     # q2: the Pixel 4 photos in Paris, narrowed inside a saved subset.
     env.save_subset(name="paris_all", photo_ids=ids_in(env.filter_metadata(place="Paris")))
     pixel = env.filter_metadata(device="pixel 4", subset="paris_all")
