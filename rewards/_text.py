@@ -26,8 +26,9 @@ def message_text(content: Any, image: str | None = None, sep: str = "\n") -> str
     """
     if isinstance(content, str):
         return content
+    blocks = [content] if isinstance(content, dict) else content if isinstance(content, list) else []
     parts = []
-    for block in [content] if isinstance(content, dict) else content if isinstance(content, list) else []:
+    for block in blocks:
         if isinstance(block, str):
             parts.append(block)
         elif isinstance(block, dict) and block.get("type") == "image" and image is not None:
