@@ -215,11 +215,15 @@ class PhotoCollectionEnv(WebSearchTools, ToolEnv):
             path = self._collection.image_path(photo.photo_id)
             if not path.is_file():
                 raise ToolError(f"the image of photo {photo.photo_id} is missing")
-            meta = {k: v for k, v in photo.describe().items() if k in ("taken_time", "address") and v}
+            meta = {k: v for k, v in photo.describe().items() if k in self._VIEW_FIELDS and v}
             label = json.dumps(photo.photo_id)  # quoted, as the answer lists it
-            blocks.append({"type": "text", "text": f"Photo {label} {meta}" if meta else f"Photo {label}"})
+            # The picture first, then its caption: a causal model reads the id after the picture, so the id
+            # it later copies into the answer has already seen what the picture shows.
             blocks.append({"type": "image", "image": thumbnail(path, self._view_side)})
+            blocks.append({"type": "text", "text": f"Photo {label} {meta}" if meta else f"Photo {label}"})
         return blocks
+
+    _VIEW_FIELDS: ClassVar[tuple[str, ...]] = ("taken_time", "address")  # what a viewed photo's caption adds
 
     @tool
     def save_subset(self, name: str, photo_ids: list[str]) -> str:
@@ -277,25 +281,36 @@ class ImageSeekerEnv(PhotoCollectionEnv):
 
 
 class PhotoSearchEnv(ImageSeekerEnv):
-    """``ImageSeekerEnv`` showing only ``FilterMetadata`` (by time, place and device) and ``ViewPhotos``
-    (upstream names): the photo-search curriculum's tools (recipes/photo_search_curriculum.yaml). Every
-    tool schema lengthens every prompt (all seven are ~2,400 tokens for the embedded default, the full
-    ``FilterMetadata`` alone ~770), and its queries need a time, place or device filter and a look at what
-    it found, nothing else; GPS radius and saved subsets are left out. The hidden tools still answer a
-    call by name."""
+    """``ImageSeekerEnv`` showing only ``FilterMetadata`` (by place and device) and ``ViewPhotos`` (upstream
+    names): the photo-search curriculum's tools (recipes/photo_search_curriculum.yaml). Every tool schema
+    lengthens every prompt (all seven are ~2,400 tokens for the embedded default, the full
+    ``FilterMetadata`` alone ~770), and its queries need a place or device filter and a look at what it
+    found, nothing else; time ranges, GPS radius and saved subsets are left out, and a viewed photo's
+    caption is its id alone (the filter already named its place). The hidden tools still answer a call
+    by name."""
 
     ImageSearch = GetMetadata = WebSearch = save_subset = fetch_page = None
     _ALIASES: ClassVar[dict[str, str]] = {}
+    _VIEW_FIELDS: ClassVar[tuple[str, ...]] = ()
 
     @tool
-    def FilterMetadata(self, start_time: str = "", end_time: str = "", place: str = "", device: str = "") -> str:
+    def FilterMetadata(self, place: str = "", device: str = "") -> str:
         """Find the photos whose metadata match every given criterion, oldest first.
 
         Args:
-            start_time: Earliest time, "YYYY-MM-DD", "YYYY-MM" or "YYYY".
-            end_time: Latest time, same formats; a month includes that whole month.
             place: Text to find in the address, e.g. "Paris".
             device: Text to find in the camera name.
         """
-        return PhotoCollectionEnv.filter_metadata.__wrapped__(self, start_time=start_time, end_time=end_time,
-                                                              place=place, device=device)
+        PhotoCollectionEnv.filter_metadata.__wrapped__(self, place=place, device=device)  # checks, keeps last_filter
+        found = self._subsets[LAST_FILTER]
+        # The listing alone (no time span, no subset name: neither is a tool here), next to the call it answers.
+        return f"{len(found)} photos match (oldest first): {self._list_ids(found)}" if found else "No photos match."
+
+    @tool
+    def ViewPhotos(self, photo_ids: list[str]) -> list[dict] | str:
+        """Look at photos, each followed by its id.
+
+        Args:
+            photo_ids: Photo ids, at most 8 per call.
+        """
+        return PhotoCollectionEnv.view_photos.__wrapped__(self, photo_ids=photo_ids)

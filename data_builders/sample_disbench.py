@@ -187,16 +187,17 @@ def write_disbench(out: str | Path, seed: int, count: int, users: int = 4) -> li
     names = [f"user{u + 1}" for u in range(users)]
     plan = [(names[i % users], ("intra-event", "inter-event")[(i // users) % 2]) for i in range(count)]
     per_user = 8 * 6 + STRAYS  # at most
-    width = 3 if users * per_user <= 900 else len(str(users * per_user)) + 1  # short ids: few tokens
-    pool = [str(n) for n in random.Random(f"disbench:{seed}:ids").sample(range(10 ** (width - 1), 10 ** width),
-                                                                            users * per_user)]
+    # Two-digit ids, unique within a collection (DISBench's ids name a photo of one user's history): each id
+    # the model copies from a listing into ViewPhotos and the answer is two tokens for the embedded default.
+    ids_rng = random.Random(f"disbench:{seed}:ids")
+    pools = [[str(n) for n in ids_rng.sample(range(10, 100), per_user)] for _ in names]
     photos: dict[str, list[_Photo]] = {}
     chosen: dict[str, dict[str, list[_Query]]] = {}
     for u, user in enumerate(names):
         needs = {t: sum(1 for name, kind in plan if (name, kind) == (user, t)) for t in ("intra-event", "inter-event")}
         rng = random.Random(f"disbench:{seed}:{user}")
         for _ in range(MAX_DRAWS):
-            ids = pool[u * per_user:(u + 1) * per_user]
+            ids = list(pools[u])
             photos[user] = _draw_user(rng, ids)
             chosen[user] = _choices(photos[user], rng)
             if all(len(chosen[user][t]) >= n for t, n in needs.items()):
