@@ -55,9 +55,9 @@ def test_the_eval_loader_reads_the_output(written):
 
 def test_photo_ids_are_short_and_unique_and_some_metadata_is_missing(written):
     root, _ = written
-    every = [pid for user in ("user1", "user2", "user3", "user4") for pid in photo_ids(root, user)]
-    assert len(every) == len(set(every)) and all(re.fullmatch(r"\d{3}", pid) for pid in every)
     for user in ("user1", "user2", "user3", "user4"):
+        ids = photo_ids(root, user)  # unique within a collection, two digits each
+        assert len(ids) == len(set(ids)) and all(re.fullmatch(r"\d{2}", pid) for pid in ids), user
         lines = [json.loads(line) for line in (root / "metadata" / f"{user}.jsonl").read_text().splitlines()]
         assert [line["photo_id"] for line in lines] == photo_ids(root, user)
         metas = [line["metadata"] for line in lines]
