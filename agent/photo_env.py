@@ -287,7 +287,7 @@ class PhotoSearchEnv(ImageSeekerEnv):
     names): the photo-search curriculum's tools (recipes/photo_search_curriculum.yaml), the two a DISBench
     query about what a photo shows from a given trip needs: the metadata filter, then a search of what it
     found by content. Every tool schema lengthens every prompt (all seven make a system prompt of ~2,340
-    tokens for the embedded default, these two ~590); time ranges, GPS radius and saving subsets are
+    tokens for the embedded default, these two ~690); time ranges, GPS radius and saving subsets are
     left out. Both list ids as the answer takes them (a JSON list of strings), so that the answer can be
     a verbatim copy. The hidden tools still answer a call by name."""
 
