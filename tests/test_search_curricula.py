@@ -118,7 +118,7 @@ def test_photo_search_needs_the_tools(photo_run):
     assert photo_run["eval"]["grpo_no_tools"]["overall"]["f1"] <= PHOTO_REFERENCE + 0.1
 
 
-def test_grpo_moved_the_policy_to_the_search(photo_run):
+def test_grpo_moved_the_photo_policy_to_the_image_search(photo_run):
     """The share of rollouts that call ImageSearch and the reward rise over the run (the cold start searches
     about half the time)."""
     history = photo_run["history"]
