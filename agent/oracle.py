@@ -16,6 +16,7 @@ from pathlib import Path
 from lookcloser.agent.environments import ENVIRONMENTS
 from lookcloser.agent.environments import tool_schemas as env_tool_schemas
 from lookcloser.agent.toolkit import call_failed
+from lookcloser.data_builders.search_tasks import LAST_LISTING
 from lookcloser.data_builders.synthetic import SyntheticConfig, SyntheticItem
 from lookcloser.data_builders.tool_sft import final_message, user_message
 
@@ -85,6 +86,9 @@ def search_trajectory(task, environment: str, out_dir: str | Path, shortcut: boo
     steps, think, answer = ((task.shortcut_steps, task.shortcut_think, task.shortcut_answer) if shortcut
                             else (task.steps, task.final_think, task.answer_text))
     render_steps(env, steps, messages, images, Path(out_dir), f"{task.benchmark}_{task.id}")
+    if answer == LAST_LISTING:
+        last = messages[-1]["content"]
+        answer = last[last.index(": [") + 2:]
     messages.append(final_message(think, answer))
     return {"messages": messages, "images": images, "task": task.task, "id": task.id,
             "tools": json.dumps(tool_schemas(environment))}

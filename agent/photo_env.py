@@ -106,17 +106,8 @@ class PhotoCollectionEnv(WebSearchTools, ToolEnv):
             raise ToolError(f"no subset named {name!r}; saved subsets: {names}")
         return self._subsets[name]
 
-    # -- tools --
-
-    @tool
-    def image_search(self, query: str, top_k: int = 10, subset: str = "") -> str:
-        """Find the photos that best match a description (or look like a given photo), best first.
-
-        Args:
-            query: A short visual description, e.g. "red car on a beach", or a photo id to find similar photos.
-            top_k: How many photos to return, 1 to 50.
-            subset: Only search within this saved subset (e.g. "last_filter").
-        """
+    def _search(self, query: str, top_k: int, subset: str) -> list[tuple[str, float]]:
+        """``image_search``'s checks and its (id, score) hits, best first."""
         if not 1 <= top_k <= 50:
             raise ToolError(f"top_k must be between 1 and 50, got {top_k}")
         query = query.strip()
@@ -130,14 +121,27 @@ class PhotoCollectionEnv(WebSearchTools, ToolEnv):
         if vector.shape[-1] != self._index.vectors.shape[1]:
             raise ToolError("the photo index has no embeddings (no readable images)")
         within = set(self._subset(subset.strip())) if subset.strip() else None
-        hits = self._index.search(vector, top_k, within=within)
+        return self._index.search(vector, top_k, within=within)
+
+    # -- tools --
+
+    @tool
+    def image_search(self, query: str, top_k: int = 10, subset: str = "") -> str:
+        """Find the photos that best match a description (or look like a given photo), best first.
+
+        Args:
+            query: A short visual description, e.g. "red car on a beach", or a photo id to find similar photos.
+            top_k: How many photos to return, 1 to 50.
+            subset: Only search within this saved subset (e.g. "last_filter").
+        """
+        hits = self._search(query, top_k, subset)
         rows = []
         for pid, score in hits:
             photo = self._collection.photos[pid]
             when = f" {photo.taken:%Y-%m-%d}" if photo.taken else ""
             where = f" {photo.address}" if photo.address else ""
             rows.append(f"{pid} ({score:.3f}){when}{where}")
-        where = f" in subset {subset.strip()!r}" if within is not None else ""
+        where = f" in subset {subset.strip()!r}" if subset.strip() else ""
         return f"Top {len(rows)} photos for {query!r}{where}:\n" + "\n".join(rows)
 
     @tool
@@ -217,8 +221,10 @@ class PhotoCollectionEnv(WebSearchTools, ToolEnv):
                 raise ToolError(f"the image of photo {photo.photo_id} is missing")
             meta = {k: v for k, v in photo.describe().items() if k in ("taken_time", "address") and v}
             label = json.dumps(photo.photo_id)  # quoted, as the answer lists it
-            blocks.append({"type": "text", "text": f"Photo {label} {meta}" if meta else f"Photo {label}"})
+            # The picture first, then its caption: a causal model reads the id after the picture, so the id
+            # it later copies into the answer has already seen what the picture shows.
             blocks.append({"type": "image", "image": thumbnail(path, self._view_side)})
+            blocks.append({"type": "text", "text": f"Photo {label} {meta}" if meta else f"Photo {label}"})
         return blocks
 
     @tool
@@ -277,25 +283,38 @@ class ImageSeekerEnv(PhotoCollectionEnv):
 
 
 class PhotoSearchEnv(ImageSeekerEnv):
-    """``ImageSeekerEnv`` showing only ``FilterMetadata`` (by time, place and device) and ``ViewPhotos``
-    (upstream names): the photo-search curriculum's tools (recipes/photo_search_curriculum.yaml). Every
-    tool schema lengthens every prompt (all seven are ~2,400 tokens for the embedded default, the full
-    ``FilterMetadata`` alone ~770), and its queries need a time, place or device filter and a look at what
-    it found, nothing else; GPS radius and saved subsets are left out. The hidden tools still answer a
-    call by name."""
+    """``ImageSeekerEnv`` showing only ``FilterMetadata`` (by place and device) and ``ImageSearch`` (upstream
+    names): the photo-search curriculum's tools (recipes/photo_search_curriculum.yaml), the two a DISBench
+    query about what a photo shows from a given trip needs: the metadata filter, then a search of what it
+    found by content. Every tool schema lengthens every prompt (all seven make a system prompt of ~2,340
+    tokens for the embedded default, these two ~690); time ranges, GPS radius and saving subsets are
+    left out. Both list ids as the answer takes them (a JSON list of strings), so that the answer can be
+    a verbatim copy. The hidden tools still answer a call by name."""
 
-    ImageSearch = GetMetadata = WebSearch = save_subset = fetch_page = None
+    GetMetadata = ViewPhotos = WebSearch = save_subset = fetch_page = None
     _ALIASES: ClassVar[dict[str, str]] = {}
 
     @tool
-    def FilterMetadata(self, start_time: str = "", end_time: str = "", place: str = "", device: str = "") -> str:
-        """Find the photos whose metadata match every given criterion, oldest first.
+    def FilterMetadata(self, place: str = "", device: str = "") -> str:
+        """Find the photos whose metadata match every given criterion, oldest first; they are saved as the subset "last_filter".
 
         Args:
-            start_time: Earliest time, "YYYY-MM-DD", "YYYY-MM" or "YYYY".
-            end_time: Latest time, same formats; a month includes that whole month.
             place: Text to find in the address, e.g. "Paris".
             device: Text to find in the camera name.
         """
-        return PhotoCollectionEnv.filter_metadata.__wrapped__(self, start_time=start_time, end_time=end_time,
-                                                              place=place, device=device)
+        PhotoCollectionEnv.filter_metadata.__wrapped__(self, place=place, device=device)  # checks, keeps last_filter
+        found = self._subsets[LAST_FILTER]
+        return f"{len(found)} photos match, saved as {LAST_FILTER!r}: {self._list_ids(found)}" if found else \
+            "No photos match."
+
+    @tool
+    def ImageSearch(self, query: str, top_k: int = 10, subset: str = "") -> str:
+        """Find the photos that best match a visual description, best first.
+
+        Args:
+            query: A short visual description, e.g. "red car".
+            top_k: How many photos to return, 1 to 50.
+            subset: Only search within this saved subset, e.g. "last_filter".
+        """
+        hits = self._search(query, top_k, subset)
+        return f"{len(hits)} photos, best first: {self._list_ids([pid for pid, _ in hits])}"

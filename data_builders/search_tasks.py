@@ -24,6 +24,11 @@ DISBENCH_INSTRUCTION = (
 )
 
 
+# An ``answer_text`` that stands for what the last tool call listed (a JSON list after its colon): DISBench's
+# ImageSearch ranks by the retriever's scores, which only the tool knows.
+LAST_LISTING = "<the last tool's listing>"
+
+
 def disbench_question(query: str) -> str:
     """The user turn of a DISBench query.
 
@@ -46,7 +51,7 @@ class SearchTask:
     gold: dict  # the reward_info the benchmark's scorer reads ({"answer": ...})
     steps: list[ToolStep]  # the oracle's tool turns
     final_think: str
-    answer_text: str  # what the oracle writes inside <answer>
+    answer_text: str  # what the oracle writes inside <answer>; LAST_LISTING: the last tool's id list, verbatim
     shortcut_steps: list[ToolStep] = field(default_factory=list)  # the way without the look/the tools
     shortcut_think: str = "I answer from what I have."
     shortcut_answer: str = ""

@@ -99,7 +99,8 @@ def test_metadata_view_search_and_subsets(env, disbench):
     blocks = env.view_photos(photo_ids=london[:3])
     images = [b["image"] for b in blocks if b["type"] == "image"]
     assert len(images) == 3 and all(max(img.size) <= 448 for img in images)
-    assert london[0] in blocks[0]["text"]
+    assert [b["type"] for b in blocks[:2]] == ["image", "text"]  # each picture, then its caption
+    assert f'Photo "{london[0]}"' in blocks[1]["text"] and "taken_time" in blocks[1]["text"]
     hits = ids_in(env.image_search(query="blue photos", top_k=6))
     assert set(hits) == set(london)  # the colour embedder ranks the blue event first
     similar = ids_in(env.image_search(query=london[0], top_k=3))

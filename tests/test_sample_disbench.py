@@ -1,5 +1,6 @@
-"""The DISBench-format generator: the eval loader reads its output, the oracle's filter runs through the
-real tools, and every query needs both the filter and the look (checked on the written pixels)."""
+"""The DISBench-format generator: the eval loader reads its output, the oracle's filter and search run
+through the real tools, and every query needs both the filter and the photos' content (checked on the
+written pixels)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ import pytest
 from PIL import Image
 
 from lookcloser.agent import embedders
-from lookcloser.agent.photo_env import ImageSeekerEnv
+from lookcloser.agent.photo_env import PhotoSearchEnv
 from lookcloser.agent.toolkit import call_failed
-from lookcloser.data_builders.sample_disbench import metadata_reference, write_disbench
+from lookcloser.data_builders.sample_disbench import SEARCH_TOP_K, metadata_reference, write_disbench
 from lookcloser.data_builders.sample_mir import COLOURS
+from lookcloser.data_builders.search_tasks import LAST_LISTING
 from lookcloser.eval.loaders import load_disbench
 from lookcloser.rewards.disbench import set_metrics
 
@@ -55,9 +57,9 @@ def test_the_eval_loader_reads_the_output(written):
 
 def test_photo_ids_are_short_and_unique_and_some_metadata_is_missing(written):
     root, _ = written
-    every = [pid for user in ("user1", "user2", "user3", "user4") for pid in photo_ids(root, user)]
-    assert len(every) == len(set(every)) and all(re.fullmatch(r"\d{3}", pid) for pid in every)
     for user in ("user1", "user2", "user3", "user4"):
+        ids = photo_ids(root, user)  # unique within a collection, two digits each
+        assert len(ids) == len(set(ids)) and all(re.fullmatch(r"\d{2}", pid) for pid in ids), user
         lines = [json.loads(line) for line in (root / "metadata" / f"{user}.jsonl").read_text().splitlines()]
         assert [line["photo_id"] for line in lines] == photo_ids(root, user)
         metas = [line["metadata"] for line in lines]
@@ -85,27 +87,30 @@ def test_every_query_needs_the_filter_and_the_look(written):
         assert 3 <= len(found) <= 6 and 1 <= len(gold) <= 2, task.id
         assert gold == [pid for pid in found if seen[pid] == colour], task.id  # the pixels decide
         assert any(seen[pid] == colour for pid in seen if pid not in found), task.id  # the colour alone does not
-        assert json.loads(task.answer_text) == gold
+        assert task.answer_text == LAST_LISTING  # the search's ranking is the retriever's
         assert set_metrics(found, gold)["f1"] < 1
     assert 0.2 < metadata_reference(tasks) < 0.7
 
 
 def test_the_oracle_plan_runs_through_the_real_tools(written, tmp_path):
+    """The filter lists what the shortcut answers; the search within it puts every gold photo in its top
+    two (the offline retriever reads the colour), so the search path's answer holds the gold."""
     _, tasks = written
-    env = ImageSeekerEnv(embedder=embedders.ColorHashEmbedder(), cache_dir=str(tmp_path))
+    env = PhotoSearchEnv(embedder=embedders.ColorHashEmbedder(), cache_dir=str(tmp_path))
+    listing = lambda result: json.loads(result[result.index(": [") + 2:])  # as the answer takes ids
     for task in tasks:
         env.reset(**task.example)
         (name, arguments), = task.steps[0].calls
         assert name == "FilterMetadata" and task.shortcut_steps[0].calls == task.steps[0].calls
         result = env._call_tool(name, arguments)
         assert not call_failed(result), result
-        listed = json.loads(result[result.index("["):])  # listed as the tools and the answer take ids
-        assert listed == json.loads(task.shortcut_answer), (task.id, arguments)
+        assert listing(result) == json.loads(task.shortcut_answer), (task.id, arguments)
         (name, arguments), = task.steps[1].calls
-        assert name == "ViewPhotos" and arguments == {"photo_ids": listed}
-        shown = env._call_tool(name, arguments)
-        assert not call_failed(shown), shown
-        assert sum(block["type"] == "image" for block in shown) == len(listed)
+        assert name == "ImageSearch" and arguments["subset"] == "last_filter"
+        found = listing(env._call_tool(name, arguments))
+        assert len(found) == SEARCH_TOP_K and set(task.gold["answer"]) <= set(found), task.id
+        assert set(found) <= set(json.loads(task.shortcut_answer)), task.id
+    assert env.tool_errors == 0
 
 
 def test_impossible_sizes_fail_clearly(tmp_path):

@@ -91,14 +91,17 @@ def test_training_rows_read_as_eval_builds_them(imagemining, disbench):
         assert 0 < tool_turns.count(full) < len(sft), tool_turns
 
 
-def test_disbench_oracle_views_what_the_filter_found(disbench):
+def test_disbench_oracle_searches_what_the_filter_found(disbench):
+    """The oracle's search runs in the filter's subset, and its answer is the search's listing, verbatim."""
     from datasets import load_from_disk
 
     sft = load_from_disk(str(disbench["train"] / "sft"))
-    viewed = [row for row in sft if sum(m["role"] == "tool" for m in row["messages"]) == 2]
-    for row in viewed:
-        view = row["messages"][3]
-        asked = view["tool_calls"][0]["function"]["arguments"]["photo_ids"]
-        assert view["tool_calls"][0]["function"]["name"] == "ViewPhotos"
-        assert len(row["images"]) == len(asked)  # one picture per photo viewed
-        assert all(pid in row["messages"][2]["content"] for pid in asked)  # the ids the filter listed
+    searched = [row for row in sft if sum(m["role"] == "tool" for m in row["messages"]) == 2]
+    assert searched
+    for row in searched:
+        search, listing, final = row["messages"][3], row["messages"][4]["content"], row["messages"][-1]["content"]
+        call = search["tool_calls"][0]["function"]
+        assert call["name"] == "ImageSearch" and call["arguments"]["subset"] == "last_filter"
+        ids = json.loads(listing[listing.index(": [") + 2:])
+        assert all(f'"{pid}"' in row["messages"][2]["content"] for pid in ids)  # photos the filter listed
+        assert final.endswith(f"<answer>{json.dumps(ids)}</answer>") and not row["images"]

@@ -38,7 +38,7 @@ class SearchTaskArguments:
     worlds: int = field(default=50, metadata={
         "help": "ImageMining: worlds the training questions spread over (which city flies which flag differs per "
                 "world, so only the search answers; data_builders.sample_imagemining)."})
-    users: int = field(default=16, metadata={"help": "DISBench: users (photo collections) of the training set (up to 18 keep photo ids at 3 digits)."})
+    users: int = field(default=16, metadata={"help": "DISBench: users (photo collections) of the training set."})
     heldout_count: int = field(default=60, metadata={"help": "Held-out questions (0: none)."})
     heldout_seed: int = field(default=1001, metadata={
         "help": "Seed of the held-out questions, in data_builders.heldout.HELDOUT_SEEDS; never trained on."})
