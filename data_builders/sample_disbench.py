@@ -4,9 +4,11 @@ Deterministic from the seed. Each user has eight trips: three cities visited twi
 a trip) and two visited once (three to six photos), each trip in its own month, each taken with
 one of three devices (two of them used on exactly two trips), plus two stray photos with no GPS
 or address (one has no device either). A photo shows one big shape in one of four colours. A
-query names a colour and a metadata condition: one trip (intra-event: a city and a month) or every photo of a
-city or of a device (inter-event). The metadata filter finds 3-6 photos; only 1-2 of them show
-the colour, and the colour also shows outside them: neither the filter nor the look alone answers.
+query names a colour and a metadata condition: one trip (intra-event: its city and camera) or every photo
+of a city or of a device (inter-event). The metadata filter finds 3-6 photos; only 1-2 of them show
+the colour, and the colour also shows outside them: neither the filter nor the content alone answers.
+The oracle filters, then searches the filter's photos by content (``ImageSearch``) and answers the
+search's listing; the shortcut answers every photo the filter found.
 """
 
 from __future__ import annotations
