@@ -15,6 +15,7 @@ from pathlib import Path
 
 from lookcloser.agent.environments import ENVIRONMENTS
 from lookcloser.agent.environments import tool_schemas as env_tool_schemas
+from lookcloser.agent.photo_env import listed_ids
 from lookcloser.agent.toolkit import call_failed
 from lookcloser.data_builders.search_tasks import LAST_LISTING
 from lookcloser.data_builders.synthetic import SyntheticConfig, SyntheticItem
@@ -87,8 +88,7 @@ def search_trajectory(task, environment: str, out_dir: str | Path, shortcut: boo
                             else (task.steps, task.final_think, task.answer_text))
     render_steps(env, steps, messages, images, Path(out_dir), f"{task.benchmark}_{task.id}")
     if answer == LAST_LISTING:
-        last = messages[-1]["content"]
-        answer = last[last.index(": [") + 2:]
+        answer = json.dumps(listed_ids(messages[-1]["content"]))
     messages.append(final_message(think, answer))
     return {"messages": messages, "images": images, "task": task.task, "id": task.id,
             "tools": json.dumps(tool_schemas(environment))}

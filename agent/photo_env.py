@@ -33,6 +33,16 @@ UPSTREAM_NAMES = {"ImageSearch": "image_search", "GetMetadata": "get_metadata", 
                   "ViewPhotos": "view_photos", "WebSearch": "web_search"}
 
 
+def listed_ids(observation: str) -> list[str]:
+    """The ids a photo tool's observation lists (``PhotoCollectionEnv._list_ids``' JSON list, after its colon);
+    a function, not a method: every public method of an env is a tool.
+
+    >>> listed_ids('2 photos, best first: ["49", "56"]')
+    ['49', '56']
+    """
+    return json.JSONDecoder().raw_decode(observation, observation.index(": [") + 2)[0]
+
+
 class PhotoCollectionEnv(WebSearchTools, ToolEnv):
     """Search, filter and view one user's photo collection; keep named subsets.
 

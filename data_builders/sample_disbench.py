@@ -194,7 +194,7 @@ def write_disbench(out: str | Path, seed: int, count: int, users: int = 4) -> li
     plan = [(names[i % users], ("intra-event", "inter-event")[(i // users) % 2]) for i in range(count)]
     per_user = 8 * 6 + STRAYS  # at most
     # Two-digit ids, unique within a collection (DISBench's ids name a photo of one user's history): each id
-    # the model copies from a listing into ViewPhotos and the answer is two tokens for the embedded default.
+    # the model copies from a tool's listing into the answer is two tokens for the embedded default.
     ids_rng = random.Random(f"disbench:{seed}:ids")
     pools = [[str(n) for n in ids_rng.sample(range(10, 100), per_user)] for _ in names]
     photos: dict[str, list[_Photo]] = {}

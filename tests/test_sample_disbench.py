@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from lookcloser.agent import embedders
-from lookcloser.agent.photo_env import PhotoSearchEnv
+from lookcloser.agent.photo_env import PhotoSearchEnv, listed_ids
 from lookcloser.agent.toolkit import call_failed
 from lookcloser.data_builders.sample_disbench import SEARCH_TOP_K, metadata_reference, write_disbench
 from lookcloser.data_builders.sample_mir import COLOURS
@@ -97,17 +97,16 @@ def test_the_oracle_plan_runs_through_the_real_tools(written, tmp_path):
     two (the offline retriever reads the colour), so the search path's answer holds the gold."""
     _, tasks = written
     env = PhotoSearchEnv(embedder=embedders.ColorHashEmbedder(), cache_dir=str(tmp_path))
-    listing = lambda result: json.loads(result[result.index(": [") + 2:])  # as the answer takes ids
     for task in tasks:
         env.reset(**task.example)
         (name, arguments), = task.steps[0].calls
         assert name == "FilterMetadata" and task.shortcut_steps[0].calls == task.steps[0].calls
         result = env._call_tool(name, arguments)
         assert not call_failed(result), result
-        assert listing(result) == json.loads(task.shortcut_answer), (task.id, arguments)
+        assert listed_ids(result) == json.loads(task.shortcut_answer), (task.id, arguments)
         (name, arguments), = task.steps[1].calls
         assert name == "ImageSearch" and arguments["subset"] == "last_filter"
-        found = listing(env._call_tool(name, arguments))
+        found = listed_ids(env._call_tool(name, arguments))
         assert len(found) == SEARCH_TOP_K and set(task.gold["answer"]) <= set(found), task.id
         assert set(found) <= set(json.loads(task.shortcut_answer)), task.id
     assert env.tool_errors == 0

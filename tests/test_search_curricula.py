@@ -32,21 +32,34 @@ def evaluate(benchmark: str, model: str, data_root, out, extra: list[str]) -> di
     return metrics["benchmarks"][benchmark]
 
 
-@pytest.fixture(scope="module")
-def web_run(tmp_path_factory, tiny_model_dir):
+def trained_and_evaluated(root, recipe: str, model_dir, benchmark: str, controls: dict[str, list[str]]) -> dict:
+    """The recipe's training stages under ``root`` (one torch thread), GRPO's logged history, and ``python -m
+    eval`` on the held-out split of the SFT and GRPO checkpoints and of GRPO under each control's flags."""
     from testing.curriculum_runs import one_torch_thread, run_training_stages
 
-    root = tmp_path_factory.mktemp("web_run")
     with one_torch_thread():
-        run = run_training_stages("recipes/web_search_curriculum.yaml", root, str(tiny_model_dir))
+        run = run_training_stages(recipe, root, str(model_dir))
         heldout = root / "data" / "heldout"
         run["history"] = [e for e in json.loads((run["grpo"] / "trainer_state.json").read_text())["log_history"]
                           if "reward" in e]
-        run["eval"] = {name: evaluate("imagemining", str(run[model]), heldout, root / f"eval_{name}", extra)
-                       for name, model, extra in (("sft", "sft", []), ("grpo", "grpo", []),
-                                                  ("grpo_no_tools", "grpo", ["--tools", "false"]),
-                                                  ("grpo_gray", "grpo", ["--gray_images", "true"]))}
+        evals = {"sft": ("sft", []), "grpo": ("grpo", []), **{name: ("grpo", flags) for name, flags in controls.items()}}
+        run["eval"] = {name: evaluate(benchmark, str(run[model]), heldout, root / f"eval_{name}", extra)
+                       for name, (model, extra) in evals.items()}
     return run
+
+
+@pytest.fixture(scope="module")
+def web_run(tmp_path_factory, tiny_model_dir):
+    return trained_and_evaluated(tmp_path_factory.mktemp("web_run"), "recipes/web_search_curriculum.yaml",
+                                 tiny_model_dir, "imagemining",
+                                 {"grpo_no_tools": ["--tools", "false"], "grpo_gray": ["--gray_images", "true"]})
+
+
+def first_and_last_thirds(history: list[dict], key: str) -> tuple[float, float]:
+    """The mean of ``key`` over the first and over the last third of GRPO's logged steps."""
+    third = max(1, len(history) // 3)
+    mean = lambda rows: sum(e[key] for e in rows) / len(rows)
+    return mean(history[:third]), mean(history[-third:])
 
 
 def _accuracy(m: dict) -> float:
@@ -75,27 +88,16 @@ def test_both_the_search_and_the_look_are_needed(web_run):
 
 def test_grpo_moved_the_policy_to_the_search(web_run):
     """The share of rollouts that search and the reward rise over the run (the cold start mostly answers at once)."""
-    history = web_run["history"]
-    third = max(1, len(history) // 3)
-    mean = lambda key, rows: sum(e[key] for e in rows) / len(rows)
-    assert mean("tools/call_frequency", history[-third:]) > mean("tools/call_frequency", history[:third]) + 0.2
-    assert mean("reward", history[-third:]) > mean("reward", history[:third])
+    first, last = first_and_last_thirds(web_run["history"], "tools/call_frequency")
+    assert last > first + 0.2
+    first, last = first_and_last_thirds(web_run["history"], "reward")
+    assert last > first
 
 
 @pytest.fixture(scope="module")
 def photo_run(tmp_path_factory, tiny_model_dir):
-    from testing.curriculum_runs import one_torch_thread, run_training_stages
-
-    root = tmp_path_factory.mktemp("photo_run")
-    with one_torch_thread():
-        run = run_training_stages("recipes/photo_search_curriculum.yaml", root, str(tiny_model_dir))
-        heldout = root / "data" / "heldout"
-        run["history"] = [e for e in json.loads((run["grpo"] / "trainer_state.json").read_text())["log_history"]
-                          if "reward" in e]
-        run["eval"] = {name: evaluate("disbench", str(run[model]), heldout, root / f"eval_{name}", extra)
-                       for name, model, extra in (("sft", "sft", []), ("grpo", "grpo", []),
-                                                  ("grpo_no_tools", "grpo", ["--tools", "false"]))}
-    return run
+    return trained_and_evaluated(tmp_path_factory.mktemp("photo_run"), "recipes/photo_search_curriculum.yaml",
+                                 tiny_model_dir, "disbench", {"grpo_no_tools": ["--tools", "false"]})
 
 
 def test_grpo_learned_to_search_the_filtered_photos(photo_run):
@@ -121,9 +123,7 @@ def test_photo_search_needs_the_tools(photo_run):
 def test_grpo_moved_the_photo_policy_to_the_image_search(photo_run):
     """The share of rollouts that call ImageSearch and the reward rise over the run (the cold start searches
     about half the time)."""
-    history = photo_run["history"]
-    third = max(1, len(history) // 3)
-    mean = lambda key, rows: sum(e[key] for e in rows) / len(rows)
-    key = "tools/ImageSearch/call_frequency"
-    assert mean(key, history[-third:]) > mean(key, history[:third]) + 0.2
-    assert mean("reward", history[-third:]) > mean("reward", history[:third])
+    first, last = first_and_last_thirds(photo_run["history"], "tools/ImageSearch/call_frequency")
+    assert last > first + 0.2
+    first, last = first_and_last_thirds(photo_run["history"], "reward")
+    assert last > first

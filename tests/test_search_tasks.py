@@ -95,6 +95,8 @@ def test_disbench_oracle_searches_what_the_filter_found(disbench):
     """The oracle's search runs in the filter's subset, and its answer is the search's listing, verbatim."""
     from datasets import load_from_disk
 
+    from lookcloser.agent.photo_env import listed_ids
+
     sft = load_from_disk(str(disbench["train"] / "sft"))
     searched = [row for row in sft if sum(m["role"] == "tool" for m in row["messages"]) == 2]
     assert searched
@@ -102,6 +104,6 @@ def test_disbench_oracle_searches_what_the_filter_found(disbench):
         search, listing, final = row["messages"][3], row["messages"][4]["content"], row["messages"][-1]["content"]
         call = search["tool_calls"][0]["function"]
         assert call["name"] == "ImageSearch" and call["arguments"]["subset"] == "last_filter"
-        ids = json.loads(listing[listing.index(": [") + 2:])
+        ids = listed_ids(listing)
         assert all(f'"{pid}"' in row["messages"][2]["content"] for pid in ids)  # photos the filter listed
         assert final.endswith(f"<answer>{json.dumps(ids)}</answer>") and not row["images"]
