@@ -23,8 +23,9 @@ TINY_SFT = ["--dataset_path", str(SAMPLE / "all_data_rel.json"), "--images_root"
 
 def _interrupted(argv: list[str], cwd: Path, ready: Callable[[], bool], timeout: float = 300) -> tuple[int, list[str]]:
     """Start ``python argv`` in ``cwd``, send SIGINT once ``ready()``, return (status, stderr lines)."""
+    # PYTHONFAULTHANDLER: a child that never ends is sent SIGABRT and prints every thread's stack.
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled", "PYTHONWARNINGS": "ignore",
-           "LOOKCLOSER_CACHE": str(cwd / ".cache")}
+           "LOOKCLOSER_CACHE": str(cwd / ".cache"), "PYTHONFAULTHANDLER": "1"}
     # A test runner started as a background job ignores SIGINT, and a child inherits an ignored signal
     # (a handler, by contrast, is reset to the default across exec): handle it while the child starts.
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -39,7 +40,12 @@ def _interrupted(argv: list[str], cwd: Path, ready: Callable[[], bool], timeout:
         assert time.monotonic() < deadline, "never got ready"
         time.sleep(0.1)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
+    try:
+        _, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        _, err = proc.communicate(timeout=60)
+        raise AssertionError(f"still running 120 s after the interrupt; its stacks then:\n{err[-6000:]}") from None
     return proc.returncode, [line for line in err.splitlines() if line.strip()]
 
 
