@@ -28,6 +28,8 @@ GRPO_ATTRIBUTES = ("_metrics", "_logs", "_tokenizer", "_env_tools", "_multi_envi
 # Private methods we override or call: (module, class, method) -> the parameters we rely on.
 PRIVATE_METHODS = {
     ("trl.trainer.grpo_trainer", "GRPOTrainer", "_generate"): ("self", "prompts"),
+    ("trl.trainer.grpo_trainer", "GRPOTrainer", "_generate_single_turn"):
+        ("self", "prompt_ids", "images", "multimodal_fields", "num_generations", "has_tool_images"),
     ("trl.trainer.grpo_trainer", "GRPOTrainer", "_generate_and_score_completions"): ("self", "inputs"),
     ("trl.trainer.grpo_trainer", "GRPOTrainer", "_calculate_rewards"):
         ("self", "inputs", "prompts", "completions", "completion_ids_list"),

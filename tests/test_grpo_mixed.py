@@ -161,6 +161,13 @@ def test_one_grpo_run_plays_each_row_in_its_own_environment(mixed, tiny_model_di
         "imagemining": "web_search", "disbench": "photo_search", "tir_bench": "crop"}
     assert own["mir"]["tools"] is False
 
+    # A later turn that continues only rows without an image, after another row of the batch got a tool image
+    # (TRL then passes has_tool_images=True): generation goes on (TRL's `token_type_ids` for it made Qwen3-VL's
+    # generate stop the run at GRPO step 3 of a mixed run).
+    ids = trainer.processing_class.tokenizer("Find my photos from Tokyo.")["input_ids"]
+    completions, _ = trainer._generate_single_turn([ids], [None], {}, 1, has_tool_images=True)
+    assert len(completions) == 1 and completions[0]
+
 
 def _own_score(source: str, text: str, info: dict) -> float:
     """The benchmark's scorer called directly (rewards/<benchmark>.py), not through the reward registry."""

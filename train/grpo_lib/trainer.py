@@ -229,6 +229,15 @@ class LookcloserGRPOTrainer(GRPOTrainer):
         self._metrics[self._mode()]["timing/rollout_seconds"].append(seconds)
         return out
 
+    def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+        # TRL 1.16 asks for image token-type ids when any rollout of the batch got a tool image, also for a
+        # later turn that continues only rows without one (a mixed batch: a crop row saw its crop, a DISBench
+        # row goes on alone). With no image in that turn it sends `token_type_ids`, which Qwen3-VL's generate
+        # refuses: ask for them only when the rows of this turn carry an image.
+        has_tool_images = has_tool_images and any(rows for rows in images or [])
+        return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
+                                             has_tool_images=has_tool_images)
+
     def _wrap_tools(self, prompts: list) -> None:
         self._rollout_tools = []
         for i, prompt in enumerate(prompts):
