@@ -12,6 +12,7 @@ import pytest
 
 from lookcloser.agent import embedders
 from lookcloser.agent.environments import PhotoCollectionEnv
+from lookcloser.agent.photo_env import listed_ids
 from lookcloser.agent.photos import load_collection
 from lookcloser.agent.toolkit import is_error
 from lookcloser.eval.fixtures import write_disbench
@@ -61,7 +62,8 @@ def test_filter_query_answered_through_the_tools(env, disbench):
     assert set(ids_in(result)) == gold
     assert "saved as subset 'last_filter'" in result
     # listed as the tools and the answer take ids (a JSON list of strings), so a model copies them verbatim
-    assert json.loads(result[result.index(": [") + 2:]) == ids_in(result)
+    listed = listed_ids(result)
+    assert listed == ids_in(result) and result.endswith(json.dumps(listed))  # nothing after the list
     # q2: the Pixel 4 photos in Paris, narrowed inside a saved subset.
     env.save_subset(name="paris_all", photo_ids=ids_in(env.filter_metadata(place="Paris")))
     pixel = env.filter_metadata(device="pixel 4", subset="paris_all")
