@@ -44,6 +44,28 @@ def prompting_of(first_row: dict, mir_stage: int | None) -> dict:
     return {k: v for k, v in out.items() if v is not None}
 
 
+def prompting_by_benchmark(rows) -> dict[str, dict]:
+    """Each benchmark's prompting in an SFT data set whose rows name their ``data_source`` (a mixed cold
+    start, train/mixed_tasks.py): the prompting of that benchmark's first row. ``rows``: a ``datasets.Dataset``
+    or any sequence of row dicts; {} when no row names a benchmark.
+
+    >>> rows = [{"data_source": "disbench", "messages": [], "tools": ""}, {"data_source": "", "messages": []}]
+    >>> prompting_by_benchmark(rows)
+    {'disbench': {'system_prompt': '', 'tools': False, 'max_turns': 1}}
+    """
+    from lookcloser.rewards.trl_rewards import normalize_source
+
+    column = getattr(rows, "column_names", None)
+    if column is not None and "data_source" not in column:
+        return {}
+    sources = rows["data_source"] if column is not None else [row.get("data_source") for row in rows]
+    first: dict[str, int] = {}
+    for index, source in enumerate(sources):
+        first.setdefault(normalize_source(source), index)
+    first.pop("", None)  # rows of no benchmark (replayed records) have no entry to record
+    return {source: prompting_of(rows[index], None) for source, index in sorted(first.items())}
+
+
 def environment_of(tools_json: str | None) -> str | None:
     """The environment (``agent.environments.ENVIRONMENTS``) whose tools an SFT ``tools`` column lists, so
     that eval offers a cold-start checkpoint the tools it was trained with; None if none lists exactly those.

@@ -23,12 +23,18 @@ ENVIRONMENTS: dict[str, type[ToolEnv]] = {
     "synthetic": ImageToolEnv,
     "crop": CropToolEnv,  # crop only: the tool curriculum (recipes/tool_curriculum.yaml)
     "disbench": ImageSeekerEnv,  # DISBench's upstream tool names (ImageSearch, FilterMetadata, ...)
-    "photo_search": PhotoSearchEnv,  # FilterMetadata + ViewPhotos: recipes/photo_search_curriculum.yaml
+    "photo_search": PhotoSearchEnv,  # FilterMetadata + ImageSearch: recipes/photo_search_curriculum.yaml
     "imagemining": WebImageEnv,
     "web_search": WebSearchEnv,  # web_search only: recipes/web_search_curriculum.yaml
 }
+# The benchmark whose tasks each environment plays (the synthetic tasks are TIR-Bench's format). Rows of an SFT
+# data set carry no data_source; a mixed one (train/mixed_tasks.py) gets it from here, so that the checkpoint
+# records each benchmark's tools for eval.
+BENCHMARK_OF_ENVIRONMENT: dict[str, str] = {
+    "tir_bench": "tir_bench", "mir": "mir", "synthetic": "tir_bench", "crop": "tir_bench", "disbench": "disbench",
+    "photo_search": "disbench", "imagemining": "imagemining", "web_search": "imagemining"}
 
-__all__ = ["ENVIRONMENTS", "CropToolEnv", "ImageSeekerEnv", "ImageToolEnv", "PhotoCollectionEnv", "PhotoSearchEnv",
+__all__ = ["BENCHMARK_OF_ENVIRONMENT", "ENVIRONMENTS", "CropToolEnv", "ImageSeekerEnv", "ImageToolEnv", "PhotoCollectionEnv", "PhotoSearchEnv",
            "WebImageEnv", "WebSearchEnv", "env_class", "tool_schemas"]
 
 

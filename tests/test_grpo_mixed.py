@@ -87,6 +87,28 @@ def test_mixing_refuses_an_unknown_environment_or_a_missing_source(sources, tmp_
 
 
 @pytest.mark.usefixtures("one_torch_thread")
+def test_a_mixed_cold_start_records_each_benchmarks_tools_for_eval(sources, tiny_model_dir, tmp_path):
+    """The SFT rows of three kinds mixed (they carry no data_source: the mix names each row's benchmark), one
+    SFT step, and eval prompts each benchmark with the tools its rows were trained with."""
+    from datasets import load_from_disk
+
+    from lookcloser.agent.checkpoint_prompting import read_prompting
+    from lookcloser.train import sft
+
+    kinds = {kind: environment for kind, environment in KINDS.items() if environment != "none"}
+    data = tmp_path / "cold_start"
+    pairs = [f"{sources[kind].parent / 'sft'}={environment}" for kind, environment in kinds.items()]
+    mix_main(*mix_args(["--output_dir", str(data), "--sources", *pairs, "--per_source", "1", "--seed", "3"]))
+    assert sorted(load_from_disk(str(data))["data_source"]) == sorted(kinds)
+    out = sft.main(*sft.parse_args(["--model_name_or_path", str(tiny_model_dir), "--dataset_path", str(data),
+                                    "--output_dir", str(tmp_path / "sft"), "--max_steps", "1", "--max_length", "null",
+                                    "--per_device_train_batch_size", "3", "--assistant_only_loss", "true", *FAST]))
+    for kind, environment in kinds.items():
+        prompting = read_prompting(out, kind)
+        assert prompting["environment"] == environment and prompting["tools"] is True, (kind, prompting)
+
+
+@pytest.mark.usefixtures("one_torch_thread")
 def test_one_grpo_run_plays_each_row_in_its_own_environment(mixed, tiny_model_dir, tmp_path, monkeypatch):
     from datasets import load_from_disk
 

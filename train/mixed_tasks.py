@@ -1,4 +1,4 @@
-"""Mix saved GRPO data sets of several kinds of task into one, each row naming its own environment.
+"""Mix saved GRPO (or SFT) data sets of several kinds of task into one, each row naming its own environment.
 
     python train/mixed_tasks.py --output_dir outputs/mixed/data \
         --sources outputs/tool_curriculum/data/train/grpo=crop outputs/web_search/data/train/grpo=web_search \
@@ -10,6 +10,9 @@ train/search_tasks.py) and the environment its rows are played in (``agent.envir
 ``none`` for answers without tools). Rows are taken as they are (``prompt`` and ``images`` untouched, the
 images still read from the source's folders); a column that only some sources have is filled with ``""``
 (a list column with ``[]``) in the others, and the ``environment`` column names each row's environment.
+Rows without a ``data_source`` (SFT data sets) get their environment's benchmark
+(``agent.environments.BENCHMARK_OF_ENVIRONMENT``): train/sft.py then records each benchmark's prompting, as
+train/grpo.py does for a per-row run. Mixing SFT data sets this way is the cold start of a mixed GRPO run.
 ``per_source``: the first N rows of each source after a seeded shuffle. The union is shuffled with ``seed``.
 """
 
@@ -75,6 +78,7 @@ def mix(args: MixedTaskArguments):
     """The mixed ``datasets.Dataset`` (see the module docstring)."""
     from datasets import concatenate_datasets
 
+    from lookcloser.agent.environments import BENCHMARK_OF_ENVIRONMENT
     from lookcloser.data_builders.output import load_records
 
     parts = []
@@ -85,7 +89,10 @@ def mix(args: MixedTaskArguments):
             rows = rows.shuffle(seed=args.seed).select(range(min(args.per_source, len(rows))))
         if "environment" in rows.column_names:  # this mix names the environment
             rows = rows.remove_columns("environment")
-        parts.append((path, rows.add_column("environment", [environment] * len(rows))))
+        rows = rows.add_column("environment", [environment] * len(rows))
+        if "data_source" not in rows.column_names and environment in BENCHMARK_OF_ENVIRONMENT:
+            rows = rows.add_column("data_source", [BENCHMARK_OF_ENVIRONMENT[environment]] * len(rows))
+        parts.append((path, rows))
     features = {}
     for path, rows in parts:
         for name, feature in rows.features.items():

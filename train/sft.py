@@ -179,14 +179,19 @@ def main(script_args: SFTScriptArguments, training_args: SFTConfig, model_args: 
         out = train_and_save(trainer, training_args.output_dir, training_args.resume_from_checkpoint,
                               configs=(script_args, model_args), merge_adapter=script_args.merge_adapter)
     if trainer.accelerator.is_main_process:  # how it was prompted, so that eval prompts it the same way
-        from lookcloser.agent.checkpoint_prompting import prompting_of, write_prompting
+        from lookcloser.agent.checkpoint_prompting import (
+            prompting_by_benchmark,
+            prompting_of,
+            write_prompting,
+        )
         from lookcloser.train.run_records import record_run
 
         record_run(trainer, out, model_args)
 
         mir_json = (script_args.dataset_path or "").endswith(".json")
         write_prompting(out, prompting_of(trainer.train_dataset[0], script_args.mir_stage if mir_json else None),
-                        benchmark="mir" if mir_json else None, base_model=model_args.model_name_or_path)
+                        benchmark="mir" if mir_json else None, base_model=model_args.model_name_or_path,
+                        benchmarks=prompting_by_benchmark(trainer.train_dataset))  # a mixed cold start's kinds
     return out
 
 

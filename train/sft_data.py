@@ -39,7 +39,7 @@ TOKEN_KEYS = ("input_ids", "attention_mask", "labels", "mm_token_type_ids", "tok
 CONCAT_KEYS = ("pixel_values", "image_grid_thw", "pixel_values_videos", "video_grid_thw")
 # Raw-record fields kept beside the tensors (cheap references): code that inspects
 # ``trainer.train_dataset[0]`` (e.g. the saved prompting settings) still sees the record's prompt.
-RECORD_KEYS = ("messages", "tools", "id", "task")
+RECORD_KEYS = ("messages", "tools", "id", "task", "data_source")
 
 
 class FeaturizedDataset(torch.utils.data.Dataset):
