@@ -77,6 +77,16 @@ def test_mixing_keeps_the_rows_and_names_each_rows_environment(sources, mixed):
                                                  seed=3))["id"] and len(set(again["id"])) == 5  # seeded draw
 
 
+def test_an_mir_json_source_gives_the_rows_of_its_grpo_conversion(sources):
+    """MIR's own .json mixes in directly (no saved conversion first): the same rows, images included."""
+    mir_json = REPO / "data" / "mir_sample" / "all_data_rel.json"
+    direct = mix(MixedTaskArguments(output_dir="-", sources=[f"{mir_json}=none"], per_source=3, seed=5))
+    saved = mix(MixedTaskArguments(output_dir="-", sources=[f"{sources['mir']}=none"], per_source=3, seed=5))
+    assert direct["id"] == saved["id"] and direct["prompt"] == saved["prompt"] and set(direct["data_source"]) == {"mir"}
+    assert [[im.tobytes() for im in r["images"]] for r in direct] == [[im.tobytes() for im in r["images"]] for r in saved]
+    mix_args(["--output_dir", "-", "--sources", f"{mir_json}=none"])  # a .json source is checked as a file
+
+
 def test_mixing_refuses_an_unknown_environment_or_a_missing_source(sources, tmp_path):
     with pytest.raises(RecipeError, match=r"environment: unknown name 'crpo'; did you mean crop"):
         mix_args(["--output_dir", str(tmp_path / "x"), "--sources", f"{sources['tir_bench']}=crpo"])

@@ -6,7 +6,8 @@
     then: train/grpo.py --dataset_path outputs/mixed/data --environment per_row
 
 Each source is ``PATH=ENVIRONMENT``: a saved GRPO data set folder (``grpo/`` of train/grpo_tasks.py or
-train/search_tasks.py) and the environment its rows are played in (``agent.environments.ENVIRONMENTS``, or
+train/search_tasks.py), or an MIR ``.json`` (its questions at stage 4, images beside it:
+``grpo_lib.data.mir_grpo_dataset``), and the environment its rows are played in (``agent.environments.ENVIRONMENTS``, or
 ``none`` for answers without tools). Rows are taken as they are (``prompt`` and ``images`` untouched, the
 images still read from the source's folders); a column that only some sources have is filled with ``""``
 (a list column with ``[]``) in the others, and the ``environment`` column names each row's environment.
@@ -33,8 +34,8 @@ logger = logging.getLogger(__name__)
 class MixedTaskArguments:
     output_dir: str = field(default="outputs/mixed/data", metadata={"help": "Where the mixed data set is saved."})
     sources: list[str] = field(default_factory=list, metadata={
-        "help": "PATH=ENVIRONMENT pairs: a saved GRPO data set folder and its rows' environment "
-                "(agent.environments.ENVIRONMENTS, or none)."})
+        "help": "PATH=ENVIRONMENT pairs: a saved GRPO or SFT data set folder (or an MIR .json) and its rows' "
+                "environment (agent.environments.ENVIRONMENTS, or none)."})
     per_source: int | None = field(default=None, metadata={
         "help": "Rows taken from each source: the first N after a seeded shuffle (None: all)."})
     seed: int = field(default=0, metadata={"help": "Seed of the per-source draw and of the final shuffle."})
@@ -80,11 +81,12 @@ def mix(args: MixedTaskArguments):
 
     from lookcloser.agent.environments import BENCHMARK_OF_ENVIRONMENT
     from lookcloser.data_builders.output import load_records
+    from lookcloser.train.grpo_lib.data import mir_grpo_dataset
 
     parts = []
     for pair in args.sources:
         path, environment = split_source(pair)
-        rows = load_records(path)
+        rows = mir_grpo_dataset(path) if path.endswith(".json") else load_records(path)
         if args.per_source is not None:
             rows = rows.shuffle(seed=args.seed).select(range(min(args.per_source, len(rows))))
         if "environment" in rows.column_names:  # this mix names the environment
@@ -128,7 +130,8 @@ def parse_args(argv=None, planned=()):
     (args,) = parse_recipe((MixedTaskArguments,), argv, description=__doc__)
     check_output_folder("output_dir", args.output_dir)
     for pair in args.sources:
-        check_path(f"sources: {pair}", split_source(pair)[0], "folder", planned)
+        path = split_source(pair)[0]
+        check_path(f"sources: {pair}", path, "file" if path.endswith(".json") else "folder", planned)
     return (args,)
 
 
