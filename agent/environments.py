@@ -31,11 +31,11 @@ ENVIRONMENTS: dict[str, type[ToolEnv]] = {
 # data set carry no data_source; a mixed one (train/mixed_tasks.py) gets it from here, so that the checkpoint
 # records each benchmark's tools for eval.
 BENCHMARK_OF_ENVIRONMENT: dict[str, str] = {
-    "tir_bench": "tir_bench", "mir": "mir", "synthetic": "tir_bench", "crop": "tir_bench", "disbench": "disbench",
-    "photo_search": "disbench", "imagemining": "imagemining", "web_search": "imagemining"}
+    "tir_bench": "tir_bench", "mir": "mir", "synthetic": "tir_bench", "crop": "tir_bench",
+    "disbench": "disbench", "photo_search": "disbench", "imagemining": "imagemining", "web_search": "imagemining"}
 
-__all__ = ["BENCHMARK_OF_ENVIRONMENT", "ENVIRONMENTS", "CropToolEnv", "ImageSeekerEnv", "ImageToolEnv", "PhotoCollectionEnv", "PhotoSearchEnv",
-           "WebImageEnv", "WebSearchEnv", "env_class", "tool_schemas"]
+__all__ = ["BENCHMARK_OF_ENVIRONMENT", "ENVIRONMENTS", "CropToolEnv", "ImageSeekerEnv", "ImageToolEnv",
+           "PhotoCollectionEnv", "PhotoSearchEnv", "WebImageEnv", "WebSearchEnv", "env_class", "tool_schemas"]
 
 
 def env_class(env_cls_or_factory: type | Callable) -> type:

@@ -7,10 +7,11 @@
 
 Each source is ``PATH=ENVIRONMENT``: a saved GRPO data set folder (``grpo/`` of train/grpo_tasks.py or
 train/search_tasks.py), or an MIR ``.json`` (its questions at stage 4, images beside it:
-``grpo_lib.data.mir_grpo_dataset``), and the environment its rows are played in (``agent.environments.ENVIRONMENTS``, or
-``none`` for answers without tools). Rows are taken as they are (``prompt`` and ``images`` untouched, the
-images still read from the source's folders); a column that only some sources have is filled with ``""``
-(a list column with ``[]``) in the others, and the ``environment`` column names each row's environment.
+``grpo_lib.data.mir_grpo_dataset``), and the environment its rows are played in
+(``agent.environments.ENVIRONMENTS``, or ``none`` for answers without tools). Rows are taken as they are
+(``prompt`` and ``images`` untouched, the images still read from the source's folders); a column that only
+some sources have is filled with ``""`` (a list column with ``[]``) in the others, and the ``environment``
+column names each row's environment.
 Rows without a ``data_source`` (SFT data sets) get their environment's benchmark
 (``agent.environments.BENCHMARK_OF_ENVIRONMENT``): train/sft.py then records each benchmark's prompting, as
 train/grpo.py does for a per-row run. Mixing SFT data sets this way is the cold start of a mixed GRPO run.
