@@ -55,8 +55,8 @@ def curriculum_recipe(seed: int, out: Path, arm: str, stage4_epochs: int) -> Pat
     Every MIR stage sees the same records with the same batch size, so equal epochs = equal steps.
     """
     recipe = yaml.safe_load(RECIPE.read_text(encoding="utf-8"))
-    names = [s["name"] for s in recipe["stages"]]
-    stages = recipe["stages"][:names.index("mir_stage4") + 1]
+    # ImageNet-Think and MIR stages 1-4 only: the recipe's photo-search warm-up before them is another skill
+    stages = [s for s in recipe["stages"] if s["name"] in IMAGENET_THINK or s["name"].startswith("mir_stage")]
     if arm != "imagenet_think":
         stages = [s for s in stages if s["name"] not in IMAGENET_THINK]
     stages[-1] = {**stages[-1], "num_train_epochs": stage4_epochs}

@@ -93,19 +93,31 @@ def test_missing_stage_data_fails_before_training(tmp_path, capsys):
 
 def test_default_recipe_plans_the_whole_pipeline():
     stages = plan(REPO / "recipes" / "mir_curriculum.yaml")
-    names = ["imagenet_think_data", "imagenet_think", "mir_stage1", "mir_stage2", "mir_stage3", "mir_stage4",
-             "tool_data", "look", "sft", "grpo", "eval"]
+    names = ["photo_data", "web_data", "photo_warmup", "imagenet_think_data", "imagenet_think", "mir_stage1",
+             "mir_stage2", "mir_stage3", "mir_stage4", "tool_data", "look", "cold_start_data", "sft", "grpo_data",
+             "grpo", "eval"]
     assert [s.name for s in stages] == names
     by = {s.name: s for s in stages}
     assert [by[f"mir_stage{k}"].config.get("mir_stage") for k in (1, 2, 3, 4)] == [1, 2, 3, 4]
     assert by["imagenet_think"].config["dataset_path"].startswith(str(by["imagenet_think_data"].output_dir))
+    # the photo search is learned first, from the untrained model; the MIR stages chain from it
+    assert by["photo_warmup"].config["model_name_or_path"] == "lookcloser/tiny-qwen3-vl"
+    assert by["imagenet_think"].config["model_name_or_path"] == str(by["photo_warmup"].output_dir)
     # the tool stages chain from stage 4's checkpoint; the data and eval stages are outside the chain
     assert by["look"].config["model_name_or_path"] == str(by["mir_stage4"].output_dir)
-    assert not by["tool_data"].makes_model and not by["eval"].makes_model
-    grpo = by["grpo"]  # GRPO on the tool curriculum's shared base recipe, with the crop tool, no SFT defaults
+    assert by["sft"].config["model_name_or_path"] == str(by["look"].output_dir)
+    assert not any(by[n].makes_model for n in ("photo_data", "web_data", "tool_data", "cold_start_data",
+                                              "grpo_data", "eval"))
+    # the cold start mixes the three tool skills' SFT rows; GRPO mixes all four kinds, each row its own tools
+    assert by["sft"].config["dataset_path"] == str(by["cold_start_data"].output_dir)
+    assert sorted(s.rsplit("=", 1)[1] for s in by["grpo_data"].config["sources"]) == [
+        "crop", "none", "photo_search", "web_search"]
+    grpo = by["grpo"]  # GRPO on its own base recipe, no SFT defaults
     assert grpo.script == "train/grpo.py" and grpo.config["model_name_or_path"] == str(by["sft"].output_dir)
-    assert "faithful_upstream" not in grpo.config and grpo.config["environment"] == "crop"
-    assert by["eval"].config["stages"] == names[1:6] + ["look", "sft", "grpo"]
+    assert "faithful_upstream" not in grpo.config and grpo.config["environment"] == "per_row"
+    assert grpo.config["dataset_path"] == str(by["grpo_data"].output_dir)
+    assert by["eval"].config["stages"] == ["photo_warmup", *names[4:9], "look", "sft", "grpo"]
+    assert by["eval"].config["benchmarks"] == ["tir_bench", "mir", "disbench", "imagemining"]
 
 
 def test_set_overrides_a_stage_or_the_defaults_and_is_checked_like_the_recipe(tmp_path, capsys):
