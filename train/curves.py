@@ -6,7 +6,7 @@
 SFT: the training loss and TRL's mean token accuracy. GRPO: the mean reward with its accuracy
 component, and the tool success rate (tool calls that returned an image: 1 -
 ``tools/failure_frequency``) with the informative-group share (``groups/informative_ratio``, else
-1 - ``groups/dropped_ratio``). Every SFT and GRPO run writes its chart beside its checkpoint
+1 - ``groups/dropped_ratio``); a run over several benchmarks adds each one's rollout accuracy. Every SFT and GRPO run writes its chart beside its checkpoint
 (``training_curves.png``, ``train/run_records.py``), with or without W&B.
 """
 
@@ -56,15 +56,40 @@ def series(log_history: list[dict]) -> dict[str, list[tuple[int, float]]]:
     return out
 
 
+def benchmark_accuracies(log_history: list[dict]) -> dict[str, list[tuple[int, float]]]:
+    """Rollout accuracy per benchmark over the steps that sampled it (``accuracy/<benchmark>``, logged for
+    each ``data_source`` in a batch; its sub-kinds, ``accuracy/<benchmark>/<kind>``, left out).
+
+    >>> benchmark_accuracies([{"step": 1, "accuracy/mir": 0.5, "accuracy/mir/count": 1.0},
+    ...                       {"step": 2, "accuracy/mir": 0.75, "accuracy/disbench": 0.25}])
+    {'disbench': [(2, 0.25)], 'mir': [(1, 0.5), (2, 0.75)]}
+    """
+    out: dict[str, list[tuple[int, float]]] = {}
+    for entry in log_history:
+        for key, value in entry.items():
+            name = key.removeprefix("accuracy/")
+            if key.startswith("accuracy/") and "/" not in name and isinstance(value, (int, float)) \
+                    and entry.get("step") is not None:
+                out.setdefault(name, []).append((int(entry["step"]), float(value)))
+    return dict(sorted(out.items()))
+
+
 def panels(log_history: list[dict]) -> list[tuple[str, dict[str, list[tuple[int, float]]]]]:
-    """The panels of a run: GRPO's when it logged a reward, else SFT's.
+    """The panels of a run: GRPO's when it logged a reward, else SFT's; a GRPO run over several benchmarks
+    (a mixed run) gets a third panel, each benchmark's rollout accuracy.
 
     >>> [label for label, _ in panels([{"step": 1, "loss": 1.0}])]
     ['loss', 'token accuracy']
+    >>> [label for label, _ in panels([{"step": 1, "reward": 1.0, "accuracy/mir": 1.0, "accuracy/disbench": 0.5}])]
+    ['reward', 'rate', 'accuracy by benchmark']
     """
     data = series(log_history)
     chosen = GRPO_PANELS if "reward" in data else SFT_PANELS
-    return [(ylabel, {label: data.get(key, []) for key, label in lines}) for ylabel, lines in chosen]
+    out = [(ylabel, {label: data.get(key, []) for key, label in lines}) for ylabel, lines in chosen]
+    by_benchmark = benchmark_accuracies(log_history) if "reward" in data else {}
+    if len(by_benchmark) > 1:
+        out.append(("accuracy by benchmark", by_benchmark))
+    return out
 
 
 def plot(log_history: list[dict], out: str | Path, title: str = "") -> Path:
