@@ -6,7 +6,8 @@
 SFT: the training loss and TRL's mean token accuracy. GRPO: the mean reward with its accuracy
 component, and the tool success rate (tool calls that returned an image: 1 -
 ``tools/failure_frequency``) with the informative-group share (``groups/informative_ratio``, else
-1 - ``groups/dropped_ratio``); a run over several benchmarks adds each one's rollout accuracy. Every SFT and GRPO run writes its chart beside its checkpoint
+1 - ``groups/dropped_ratio``); a run over several benchmarks adds each one's rollout accuracy. Every
+SFT and GRPO run writes its chart beside its checkpoint
 (``training_curves.png``, ``train/run_records.py``), with or without W&B.
 """
 
@@ -80,7 +81,8 @@ def panels(log_history: list[dict]) -> list[tuple[str, dict[str, list[tuple[int,
 
     >>> [label for label, _ in panels([{"step": 1, "loss": 1.0}])]
     ['loss', 'token accuracy']
-    >>> [label for label, _ in panels([{"step": 1, "reward": 1.0, "accuracy/mir": 1.0, "accuracy/disbench": 0.5}])]
+    >>> mixed = [{"step": 1, "reward": 1.0, "accuracy/mir": 1.0, "accuracy/disbench": 0.5}]
+    >>> [label for label, _ in panels(mixed)]
     ['reward', 'rate', 'accuracy by benchmark']
     """
     data = series(log_history)
