@@ -129,11 +129,19 @@ def _read(folder: Path) -> dict:
 
 def read_prompting(model: str, benchmark: str | None = None) -> dict:
     """The recorded prompting of a local checkpoint folder (for ``benchmark``: its own entry over the
-    top-level keys); {} for hub ids, endpoints and older folders.
+    top-level keys; a top-level environment made for another benchmark's items is not offered to it);
+    {} for hub ids, endpoints and older folders.
 
     Raises ``ValueError`` naming the file when it is not a JSON object.
     """
+    from lookcloser.agent.environments import BENCHMARK_OF_ENVIRONMENT
+
     data = _read(Path(model))
     entry = (data.get("benchmarks") or {}).get(benchmark) if benchmark else None
     merged = {**data, **(entry if isinstance(entry, dict) else {})}
+    played = BENCHMARK_OF_ENVIRONMENT.get(merged.get("environment"))
+    if benchmark and not isinstance(entry, dict) and played not in (None, benchmark):
+        # a recorded environment plays its own benchmark's items (a photo-search checkpoint's tools need a
+        # DISBench user): another benchmark without an entry of its own gets that benchmark's environment
+        merged["environment"] = None
     return {k: v for k, v in merged.items() if k in KEYS}

@@ -114,3 +114,27 @@ def test_gray_control_replaces_every_image_with_flat_gray_of_the_same_size(tmp_p
             assert gray.size == real.size and gray.convert("RGB").getcolors() == [(gray.width * gray.height,
                                                                                      (128, 128, 128))]
     assert json.dumps(items["mir"][0].example)  # still plain paths
+
+
+def test_a_recorded_environment_is_offered_only_to_its_own_benchmark(tmp_path, tiny_model_dir):
+    """A photo-search checkpoint (the tools of DISBench's users, nothing per benchmark) evaluated on TIR-Bench
+    too: TIR-Bench gets its own environment, not the photo tools whose every episode needs a DISBench user
+    (before, all its items failed); a flag still wins for every benchmark."""
+    import shutil
+
+    from lookcloser.eval.__main__ import main
+
+    ckpt = tmp_path / "photo_search"
+    shutil.copytree(tiny_model_dir, ckpt)
+    write_prompting(ckpt, {"system_prompt": "", "tools": True, "environment": "photo_search"})
+    assert read_prompting(str(ckpt), "disbench")["environment"] == "photo_search"
+    assert read_prompting(str(ckpt), "tir_bench") == {"system_prompt": "", "tools": True, "environment": None}
+    assert read_prompting(str(ckpt))["environment"] == "photo_search"  # no benchmark named: as recorded
+    cfg = EvalConfig(model=str(ckpt), benchmarks="tir_bench,disbench", environment="crop")
+    _, own = apply_checkpoint_prompting(cfg, given_fields(["--model", str(ckpt), "--environment", "crop"]))
+    assert cfg.environment == "crop" and own == {}
+
+    metrics = main(["--model", str(ckpt), "--benchmarks", "tir_bench,disbench", "--limit", "2",
+                    "--max_new_tokens_per_turn", "8", "--max_turns", "2", "--out", str(tmp_path / "eval")])
+    failed = {name: m["failed"] for name, m in metrics["benchmarks"].items()}
+    assert set(failed) >= {"tir_bench", "disbench"} and not any(failed.values()), failed
