@@ -67,10 +67,11 @@ def benchmark_accuracies(log_history: list[dict]) -> dict[str, list[tuple[int, f
     """
     out: dict[str, list[tuple[int, float]]] = {}
     for entry in log_history:
+        if entry.get("step") is None:
+            continue
         for key, value in entry.items():
             name = key.removeprefix("accuracy/")
-            if key.startswith("accuracy/") and "/" not in name and isinstance(value, (int, float)) \
-                    and entry.get("step") is not None:
+            if name != key and "/" not in name and isinstance(value, (int, float)):
                 out.setdefault(name, []).append((int(entry["step"]), float(value)))
     return dict(sorted(out.items()))
 
