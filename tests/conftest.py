@@ -1,4 +1,5 @@
-"""Shared fixtures: the tiny model (built once per session), the bundled sample, shared/ data."""
+"""Shared fixtures: the tiny model (built once per session), the bundled sample, the benchmarks' sample
+records (generated, and the real ones beside the checkout where they exist)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from testing.benchmark_records import REAL_ABSENT, REAL_DATA, SOURCES, SampleRecords, read_records
+
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_MIR = REPO / "data" / "mir_sample" / "all_data_rel.json"
-# shared/ sits beside the repo checkout (locally and in CI).
-SHARED_DATA = REPO.parent / "shared" / "data"
 
 os.environ.setdefault("WANDB_MODE", "disabled")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing in the tests may reach a hub
@@ -32,10 +33,20 @@ def sample_mir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def shared_data() -> Path:
-    if not SHARED_DATA.is_dir():
-        pytest.skip("shared/data is not beside this checkout")
-    return SHARED_DATA
+def generated_data(tmp_path_factory) -> Path:
+    """The four benchmarks in their official layouts, generated (``eval.fixtures``): a clone has these."""
+    from lookcloser.eval.fixtures import write_fixtures
+
+    return write_fixtures(tmp_path_factory.mktemp("generated_data"))
+
+
+@pytest.fixture(scope="session", params=SOURCES)
+def sample_records(request, generated_data) -> SampleRecords:
+    """Each benchmark's sample records, generated and real (``testing.benchmark_records``): a test on them
+    runs twice, and its ``real`` run skips with the reason in a clone, which lacks ../shared/data."""
+    if request.param == "real" and not REAL_DATA.is_dir():
+        pytest.skip(REAL_ABSENT)
+    return read_records(request.param, generated_data)
 
 
 @pytest.fixture

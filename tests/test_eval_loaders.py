@@ -1,4 +1,5 @@
-"""eval loaders on every official layout: generated fixtures, the real shared samples, and broken files.
+"""eval loaders on every official layout: generated fixtures, the sample records (generated and real), and
+broken files.
 
 Also: the gold answers, written as a response, score 1.0 on every benchmark through ``rewards/``.
 """
@@ -71,48 +72,56 @@ def test_failed_and_missing_predictions_score_zero_and_are_listed(fixtures):
     assert {(f["id"], f["status"]) for f in metrics["failed"]} == {(items[1].id, "failed"), (items[2].id, "missing")}
 
 
-def test_real_shared_samples_load(shared_data, tmp_path):
-    # TIR-Bench: the real-format sample.json (images are not shipped: generate them at its paths).
-    records = json.loads((shared_data / "tir_bench" / "sample.json").read_text())
+# ImageMining's seven domains, in the real file and in the generated one (eval/fixtures.py: two items each).
+IMAGEMINING_DOMAINS = {"Rich Text", "Science", "Place", "Social & Humanities", "Product", "Entertainment & Sports",
+                       "Nature"}
+# (items, items tagged "Image Retrieval Reasoning"): the real file's, and the generated one's by construction.
+IMAGEMINING_COUNTS = {"real": (217, 102), "generated": (14, 5)}
+
+
+def _placeholder_image(path, size, colour):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fmt = {"jpg": "JPEG", "jpeg": "JPEG"}.get(path.suffix[1:].lower(), path.suffix[1:].upper())
+    Image.new("RGB", size, colour).save(path, format=fmt)
+
+
+def test_sample_records_load(sample_records, tmp_path):
+    # TIR-Bench: the records as TIR-Bench.json, with images generated at their paths.
+    records = sample_records.tir_bench
     for record in records:
         for key in ("image_1", "image_2"):
             if record.get(key):
-                (tmp_path / "tir" / record[key]).parent.mkdir(parents=True, exist_ok=True)
-                Image.new("RGB", (32, 24), "white").save(tmp_path / "tir" / record[key], format="PNG")
-    shutil.copy(shared_data / "tir_bench" / "sample.json", tmp_path / "tir" / "TIR-Bench.json")
+                _placeholder_image(tmp_path / "tir" / record[key], (32, 24), "white")
+    (tmp_path / "tir" / "TIR-Bench.json").write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
     tir = load_benchmark("tir_bench", tmp_path / "tir")
     assert len(tir) == len(records)
     assert all(score_response(it, gold_response(it)) == {"accuracy": 1.0} for it in tir)
 
-    # ImageMining: all 217 real records, with generated images under their real file names.
+    # ImageMining: every record, with generated images under their file names.
     im_root = tmp_path / "im"
-    (im_root / "images").mkdir(parents=True)
-    lines = (shared_data / "imagemining" / "data.jsonl").read_text(encoding="utf-8").splitlines()
-    for line in lines:
-        name = json.loads(line)["image"]
-        fmt = {"jpg": "JPEG", "jpeg": "JPEG"}.get(name.rsplit(".", 1)[-1].lower(), name.rsplit(".", 1)[-1].upper())
-        Image.new("RGB", (16, 16), "gray").save(im_root / "images" / name, format=fmt)
-    shutil.copy(shared_data / "imagemining" / "data.jsonl", im_root / "data.jsonl")
+    for row in sample_records.imagemining:
+        _placeholder_image(im_root / "images" / row["image"], (16, 16), "gray")
+    (im_root / "data.jsonl").write_text("".join(json.dumps(row, ensure_ascii=False) + "\n"
+                                                for row in sample_records.imagemining), encoding="utf-8")
     im = load_benchmark("imagemining", im_root)
-    assert len(im) == 217
+    n_items, n_retrieval = IMAGEMINING_COUNTS[sample_records.source]
+    assert len(im) == n_items
     metrics = aggregate("imagemining", score_predictions(
         im, {it.id: {"status": "ok", "response": gold_response(it)} for it in im}))
     assert metrics["overall"]["accuracy"] == 1.0
-    assert set(metrics["groups"]["category"]) == {"Rich Text", "Science", "Place", "Social & Humanities", "Product",
-                                                  "Entertainment & Sports", "Nature"}
-    assert metrics["groups"]["reasoning_type"]["Image Retrieval Reasoning"]["n"] == 102
+    assert set(metrics["groups"]["category"]) == IMAGEMINING_DOMAINS
+    assert metrics["groups"]["reasoning_type"]["Image Retrieval Reasoning"]["n"] == n_retrieval
 
-    # DISBench: the real query line plus a metadata file holding its gold photos.
+    # DISBench: the first query plus a metadata file holding its gold photos.
     dis = tmp_path / "dis"
-    query = json.loads((shared_data / "disbench" / "queries.jsonl").read_text().splitlines()[0])
+    query = sample_records.disbench_queries[0]
     (dis / "metadata").mkdir(parents=True)
-    (dis / "images" / query["user_id"]).mkdir(parents=True)
-    meta = json.loads((shared_data / "disbench" / "metadata_sample.jsonl").read_text().splitlines()[0])["metadata"]
+    meta = sample_records.disbench_metadata[0]["metadata"]
     (dis / "metadata" / f"{query['user_id']}.jsonl").write_text(
         "".join(json.dumps({"photo_id": pid, "metadata": meta}) + "\n" for pid in query["answer"]))
     for pid in query["answer"]:
-        Image.new("RGB", (8, 8)).save(dis / "images" / query["user_id"] / f"{pid}.jpg")
-    shutil.copy(shared_data / "disbench" / "queries.jsonl", dis / "queries.jsonl")
+        _placeholder_image(dis / "images" / query["user_id"] / f"{pid}.jpg", (8, 8), "black")
+    (dis / "queries.jsonl").write_text(json.dumps(query) + "\n")
     (item,) = load_benchmark("disbench", dis)
     assert item.tags == {"event_type": ["intra-event"]} and item.gold["answer"] == query["answer"]
 
