@@ -1,5 +1,5 @@
-"""MIR, DISBench and ImageMining scorers, with the real sample records, and the LLM-judge recall
-against a real HTTP server on loopback."""
+"""MIR, DISBench and ImageMining scorers, with the sample records (generated, and real where they exist),
+and the LLM-judge recall against a real HTTP server on loopback."""
 
 from __future__ import annotations
 
@@ -7,17 +7,12 @@ import itertools
 import json
 import logging
 import time
-from pathlib import Path
 from typing import ClassVar
 
 import pytest
 
 from lookcloser.rewards import disbench, imagemining, mir
 from testing.fake_endpoint import FakeEndpoint
-
-DATA = Path(__file__).parents[2] / "shared" / "data"
-needs_data = pytest.mark.skipif(not DATA.exists(), reason="shared sample data not present")
-
 
 # ---- MIR ------------------------------------------------------------------------------------------
 
@@ -39,13 +34,22 @@ def test_mir_score_with_letter_or_conclusion():
     assert mir.score("Your option: B", "no letter here") == 0.0
 
 
-@needs_data
-def test_mir_real_records():
-    records = json.loads((DATA / "mir" / "sample.json").read_text())
-    assert [mir.gold_letter(r["conclusion"]) for r in records] == ["C", "B"]
-    stage4 = f"Let's analyze these images first: ...\nBased on the above, the correct answer is {records[0]['conclusion']}"
-    assert mir.score(stage4, records[0]["conclusion"]) == 1.0
-    assert mir.score(records[1]["conclusion"], records[1]["conclusion"]) == 1.0
+# Each source's records and their gold letters, read off the records by hand (the generated ones: the
+# bundled data/mir_sample); a letter or a sentence as the conclusion.
+GOLD_LETTERS = {"real": {"forced_perspective_0001": "C", "chart_analysis_0042": "B"},
+                "generated": {"bigger_000": "B", "count_001": "D", "which_red_000": "A"}}
+
+
+def test_mir_sample_records(sample_records):
+    records = sample_records.by_id("mir")
+    for rid, letter in GOLD_LETTERS[sample_records.source].items():
+        conclusion = records[rid]["conclusion"]
+        assert mir.gold_letter(conclusion) == letter, rid
+        stage4 = f"Let's analyze these images first: ...\nBased on the above, the correct answer is {letter}"
+        assert mir.score(stage4, conclusion) == 1.0, rid
+        assert mir.score(conclusion, conclusion) == 1.0, rid
+        wrong = next(other for other in "ABCD" if other != letter)
+        assert mir.score(f"Answer: {wrong}", conclusion) == 0.0, rid
 
 
 # ---- DISBench ---------------------------------------------------------------------------------------
@@ -87,12 +91,13 @@ def test_parse_photo_ids(response, ids):
     assert disbench.parse_photo_ids(response) == ids
 
 
-@needs_data
-def test_disbench_real_query():
-    query = json.loads((DATA / "disbench" / "queries.jsonl").read_text().splitlines()[0])
-    gold = query["answer"]
+def test_disbench_sample_query(sample_records):
+    gold = sample_records.disbench_queries[0]["answer"]
+    assert len(gold) >= 2
     assert disbench.score("<answer>" + json.dumps(gold) + "</answer>", gold) == 1.0
-    assert disbench.score("<answer>" + json.dumps(gold[:2]) + "</answer>", gold) == pytest.approx(2 / 3)
+    half = gold[: len(gold) // 2]  # precision 1, recall |half|/|gold|: F1 2|half|/(|half|+|gold|) (2/3 for 2 of 4)
+    expected = 2 * len(half) / (len(half) + len(gold))
+    assert disbench.score("<answer>" + json.dumps(half) + "</answer>", gold) == pytest.approx(expected)
 
 
 # ---- ImageMining --------------------------------------------------------------------------------------
@@ -128,10 +133,9 @@ def test_imagemining_long_response_containing_answer_everywhere_gets_nothing():
     assert imagemining.score(spam, "Red feather", "红色羽毛") == 0.0
 
 
-@needs_data
-def test_imagemining_real_answers_match_themselves_and_not_others():
-    rows = [json.loads(line) for line in (DATA / "imagemining" / "data.jsonl").read_text().splitlines()]
-    assert len(rows) == 217
+def test_imagemining_sample_answers_match_themselves_and_not_others(sample_records):
+    rows = sample_records.imagemining
+    assert len(rows) == {"real": 217, "generated": 14}[sample_records.source]
     for row in rows:
         assert imagemining.score(f"<answer>{row['answer']}</answer>", row["answer"], row["answer_zh"]) == 1.0
         assert imagemining.score(f"<answer>{row['answer_zh']}</answer>", row["answer"], row["answer_zh"]) == 1.0

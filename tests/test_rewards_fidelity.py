@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -14,8 +13,6 @@ from hypothesis import strategies as st
 from lookcloser.rewards import imagemining, mir, tir_bench
 from lookcloser.rewards.trl_rewards import REGISTRY
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-needs_data = pytest.mark.skipif(not DATA.exists(), reason="shared sample data not present")
 FOUR = ["A. red", "B. blue", "C. the tower", "D. none"]
 
 # ---- 1. MIR option extraction ----------------------------------------------------------------------
@@ -179,22 +176,26 @@ def test_jigsaw_strict_still_pays_one_clean_order():
 
 # ---- 3. ImageMining gold answers that are sentences -----------------------------------------------------
 
-def _imagemining_rows():
-    return [json.loads(line) for line in (DATA / "imagemining" / "data.jsonl").read_text().splitlines()]
+# Golds that are sentences (the real file's ids) or several words (the generated file's: eval/fixtures.py
+# writes no sentence-long answer).
+TEXT_GOLDS = {"real": (14, 16, 61, 199), "generated": (16, 19, 34)}
+# Among text golds, the pairs one gold stated plainly scores on (once per prefix): "Light purple" (196) is a
+# true alternative of "(Pale/Light) purple" (7) in the real file; the generated file has no such pair.
+TEXT_COLLISIONS = {"real": [(196, 7), (196, 7)], "generated": []}
 
 
-@needs_data
-@pytest.mark.parametrize("rid", [14, 16, 61, 199])
+@pytest.mark.parametrize(("sample_records", "rid"), [(source, rid) for source, rids in TEXT_GOLDS.items()
+                                                     for rid in rids], indirect=["sample_records"])
 @pytest.mark.parametrize("prefix", ["", "Final answer: ", "Final Answer:\n", "I checked the figure.\n\n"])
-def test_imagemining_sentence_gold_stated_plainly_scores_one(rid, prefix):
-    row = next(r for r in _imagemining_rows() if r["id"] == rid)
+def test_imagemining_sentence_gold_stated_plainly_scores_one(sample_records, rid, prefix):
+    row = sample_records.by_id("imagemining")[rid]
+    assert len(row["answer"].split()) > 1
     for gold in (row["answer"], row["answer_zh"]):
         assert imagemining.score(prefix + gold, row["answer"], row["answer_zh"]) == 1.0, (rid, prefix, gold)
 
 
-@needs_data
-def test_imagemining_plain_statements_of_other_answers_score_about_zero():
-    rows = _imagemining_rows()
+def test_imagemining_plain_statements_of_other_answers_score_about_zero(sample_records):
+    rows = sample_records.imagemining
     for row in rows:  # every gold stated plainly, with and without a prefix, scores 1 against itself
         for prefix in ("", "Final answer: "):
             assert imagemining.score(prefix + row["answer"], row["answer"], row["answer_zh"]) == 1.0, row["id"]
@@ -204,8 +205,7 @@ def test_imagemining_plain_statements_of_other_answers_score_about_zero():
              if imagemining.score(prefix + a["answer"], b["answer"], b["answer_zh"])]
     assert len(wrong) / len(pairs) < 1e-3  # ~0: numeric golds ("4") accept any text stating just 4
     text_golds = {b["id"] for b in rows if imagemining._numeric_answer(b["answer"]) is None}
-    # among text golds only "Light purple" -> "(Pale/Light) purple" collides, once per prefix: a true alternative
-    assert [pair for pair in wrong if pair[1] in text_golds] == [(196, 7), (196, 7)]
+    assert [pair for pair in wrong if pair[1] in text_golds] == TEXT_COLLISIONS[sample_records.source]
 
 
 # ---- 6. scorer errors are visible -----------------------------------------------------------------------

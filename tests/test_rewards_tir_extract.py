@@ -3,9 +3,7 @@ the evalscope-style baseline, and strict mode's resistance to hacking."""
 
 from __future__ import annotations
 
-import json
 import random
-from pathlib import Path
 
 import pytest
 
@@ -13,7 +11,6 @@ from bench.evalscope_baseline import evalscope_extract
 from lookcloser.rewards.tir_bench import extract_answer, judge, score
 from testing.synthetic_responses import make_items, realistic_response
 
-SAMPLES = Path(__file__).parents[2] / "shared" / "data" / "tir_bench" / "sample.json"
 OPTIONS = "Which region is highlighted?\nA. top left\nB. top right\nC. bottom left\nD. bottom right\nE. center"
 CHOICE = {"task": "visual_search", "answer": "B", "prompt": OPTIONS, "meta_data": {}}
 MULTI = {"task": "symbolic", "answer": "ACD", "prompt": "Select all true.\nA. a\nB. b\nC. c\nD. d", "meta_data": {}}
@@ -181,10 +178,10 @@ def test_unknown_mode_is_a_caller_error():
         score(CHOICE, "B", "lenient")
 
 
-@pytest.mark.skipif(not SAMPLES.exists(), reason="shared sample data not present")
-def test_real_samples_with_realistic_responses():
-    items = {item["id"]: item for item in json.loads(SAMPLES.read_text())}
-    cases = {
+# (record id -> realistic response, its score): the real records', and the generated ones' (eval/fixtures.py,
+# the same tasks and answer shapes) with each score worked out by hand from the record's gold.
+REALISTIC = {
+    "real": {
         1: ("Man occupies roughly 2/3 of the frame, a bit under 73%.\n\nAnswer: A", 1.0),
         6: ("The red column is at 72 (each tick is 2°F).\n\\boxed{72}", 1.0),
         8: ("Answer:\n[4, 1, 8]\n[9, 3, 6]\n[2, 7, 5]", 1.0),
@@ -193,7 +190,22 @@ def test_real_samples_with_realistic_responses():
         41: ("情 is in row 3, column 6.\nFinal answer: [3, 6]", 1.0),
         52: ("B is false. Answer: A, C, D", 1.0),
         60: ('The sign says "Sunset Boulevard".', 1.0),
-    }
-    for item_id, (response, expected) in cases.items():
+    },
+    "generated": {
+        1: ("The blue region covers a bit under half of the frame, about 49%.\n\nAnswer: A", 1.0),  # gold A
+        2: ("The red column stops at 49 (each tick is 1°F).\n\\boxed{49}", 1.0),  # gold 49, an int
+        24: ("Answer:\n[2, 6, 1]\n[4, 7, 8]\n[9, 5, 3]", 1.0),  # gold [2, 6, 1, 4, 7, 8, 9, 5, 3]
+        23: ("<answer>1</answer>", 1 / 2),  # gold 1, 16: one of two patches
+        17: ("Rotating by 90° is not enough... The answer is C. 180°", 1.0),  # gold C (180°)
+        19: ("CAT starts in row 3, column 6.\nFinal answer: [3, 6]", 1.0),
+        9: ("A and C are false. Answer: B, D", 1.0),  # gold BD
+        21: ('The sign says "Zoom In".', 1.0),
+    },
+}
+
+
+def test_sample_records_with_realistic_responses(sample_records):
+    items = sample_records.by_id("tir_bench")
+    for item_id, (response, expected) in REALISTIC[sample_records.source].items():
         for mode in ("official", "strict"):
             assert score(items[item_id], response, mode) == pytest.approx(expected), (item_id, mode)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from lookcloser.rewards.tir_bench import judge
@@ -19,7 +16,6 @@ from lookcloser.rewards.tir_judge import (
 
 COLON_PROMPT = "Which value is closest?\nA: 65%\nB: 73%\nC: 81%\nD: 89%\nE: 49%\nF: 57%"  # sample id 1
 DOT_PROMPT = "How many degrees?\n\nA. 10°\nB. 355°\nC. 40°\nD. 5°"
-SAMPLES = Path(__file__).parents[2] / "shared" / "data" / "tir_bench" / "sample.json"
 
 
 def choice(answer, prompt=DOT_PROMPT, task="rotation_game"):
@@ -213,23 +209,40 @@ def test_ocr_overrides_including_160_jpg_quirk():
     assert judge(aires, None, "Buenos Aires") == 0.0
 
 
-# ---- old field names, real samples --------------------------------------------------------------------
+# ---- old field names, sample records --------------------------------------------------------------------
 
 def test_category_and_metadata_old_names():
     assert judge({"category": "instrument", "answer": 72}, "72") == 1.0
     assert judge({"category": "jigsaw", "answer": "[2, 1, 4, 3]", "metadata": {"difficulty": 2}}, "2 1 4 3") == 1.0
 
 
-@pytest.mark.skipif(not SAMPLES.exists(), reason="shared sample data not present")
-def test_real_samples_judge_their_own_answers():
-    items = json.loads(SAMPLES.read_text())
+# (record id, extracted answer, its score): the spec's quirks on the real records, and the same quirks on
+# generated ones (eval/fixtures.py), each score worked out by hand from the record's gold.
+QUIRKS = {
+    "real": [
+        (1, "Answer: C", 1.0),  # gold A: the spec's "Answer: C" quirk
+        (11, "7, 11, 12", 3 / 7),
+        (8, "4 1 8 9 3 6 2 5 7", 7 / 9),
+        (41, "(3, 6)", 1.0),
+        (52, "DAC", 1.0),
+        (6, "7 apples and 2 pears", 1.0),
+    ],
+    "generated": [
+        (1, "Answer: C", 1.0),  # gold A in a colon-style prompt: the same quirk
+        (23, "1", 1 / 2),  # gold 1, 16
+        (24, "2 6 1 4 7 8 9 3 5", 7 / 9),  # gold [2, 6, 1, 4, 7, 8, 9, 5, 3], the last two swapped
+        (19, "(3, 6)", 1.0),
+        (9, "DB", 1.0),  # gold BD
+        (15, "8 apples and 6 pears", 1.0),  # gold 86
+    ],
+}
+
+
+def test_sample_records_judge_their_own_answers(sample_records):
+    items = sample_records.tir_bench
     for item in items:
         answer = str(item["answer"])
         assert judge(item, answer, answer) == 1.0, item["id"]
-    by_id = {item["id"]: item for item in items}
-    assert judge(by_id[1], "Answer: C") == 1.0  # gold A: the spec's "Answer: C" quirk
-    assert judge(by_id[11], "7, 11, 12") == pytest.approx(3 / 7)
-    assert judge(by_id[8], "4 1 8 9 3 6 2 5 7") == pytest.approx(7 / 9)
-    assert judge(by_id[41], "(3, 6)") == 1.0
-    assert judge(by_id[52], "DAC") == 1.0
-    assert judge(by_id[6], "7 apples and 2 pears") == 1.0
+    by_id = sample_records.by_id("tir_bench")
+    for item_id, extracted, expected in QUIRKS[sample_records.source]:
+        assert judge(by_id[item_id], extracted) == pytest.approx(expected), (item_id, extracted)
