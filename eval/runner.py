@@ -123,12 +123,12 @@ def build_policy(cfg: EvalConfig):
 
 def env_factory(benchmark: str, cfg: EvalConfig, embedder=None):
     """The benchmark's environment (its tools), or ``NoToolsEnv`` when tools are off."""
-    from lookcloser.agent.environments import ENVIRONMENTS, PhotoCollectionEnv
+    from lookcloser.agent.environments import ENVIRONMENTS, PhotoCollectionEnv, with_tool_set
     from lookcloser.agent.toolkit import NoToolsEnv
 
     if not cfg.tools:
         return NoToolsEnv
-    name = cfg.environment or benchmark
+    name = with_tool_set(cfg.environment or benchmark, cfg.tool_set)
     if name not in ENVIRONMENTS:
         from lookcloser.eval.loaders import EvalError  # a user's setting: one `error:` line
 
