@@ -4,7 +4,7 @@ The same class serves GRPO (TRL's ``environment_factory``), eval with a local ch
 an OpenAI-compatible endpoint (``agent.loop``). The code sees the episode's images as ``image_1``,
 ``image_2``, ... (``image_{i+1}`` is the image at ``image_index`` i: the inputs, then every image a tool
 returned, in the order the model saw them; each at its coordinate size) and as read-only files
-``/inputs/image_1.png``, ...; numpy and Pillow import. What it prints comes back as text, and pictures
+``/inputs/image_1.bmp``, ...; numpy and Pillow import. What it prints comes back as text, and pictures
 it passes to ``show(...)`` or saves in its working folder come back as images the other tools can use.
 
 State lives for one call: every call is a fresh sandboxed process with the images loaded again. Variables

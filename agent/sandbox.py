@@ -32,6 +32,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,10 @@ INSTALL_HINT = "apt-get install -y bubblewrap"
 # Exit statuses of sandbox_runner.py, and the limit each one names.
 RUNNER_LIMITS = {3: "memory", 4: "processes", 5: "file size", 6: "CPU time", 7: "scratch space"}
 _MAX_PICTURE_PIXELS = 64 * 1024 * 1024  # a returned picture is decoded only under this (then the env's budget)
+# Sandboxes running at once in this process; more calls wait for a slot, and their wall time starts when they
+# get one. 64 eval episodes calling at once on 2 cores would otherwise share the CPU 64 ways and time out together.
+PARALLEL = 2 * len(os.sched_getaffinity(0))
+_slots = threading.BoundedSemaphore(PARALLEL)
 
 
 class SandboxUnavailable(RuntimeError):
@@ -122,29 +127,30 @@ def require_sandbox() -> None:
 
 
 def write_inputs(folder: Path, images: list[Image.Image], start: int = 0) -> None:
-    """Write pictures as ``image_{start + 1}.png``, ... (read-only files the sandbox binds at /inputs)."""
+    """Write pictures as ``image_{start + 1}.bmp``, ... (read-only files the sandbox binds at /inputs)."""
     folder.mkdir(parents=True, exist_ok=True)
     folder.chmod(0o755)
     for number, image in enumerate(images, start=start + 1):
-        path = folder / f"image_{number}.png"
-        image.save(path, format="PNG", compress_level=1)  # fast: the files live for one episode
+        path = folder / f"image_{number}.bmp"
+        image.save(path, format="BMP")  # lossless and ~40x faster to write than PNG (6 ms for 1024x1024)
         path.chmod(0o444)
 
 
 def run_python(code: str, inputs: Path, limits: SandboxLimits | None = None) -> SandboxResult:
-    """Run ``code`` in a fresh sandbox with the ``image_*.png`` files of ``inputs``; never raises for
-    anything the code does."""
+    """Run ``code`` in a fresh sandbox with the ``image_*.bmp`` files of ``inputs``; never raises for
+    anything the code does. At most ``PARALLEL`` calls run at once; ``seconds`` includes the wait."""
     limits = limits or SandboxLimits()
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="lookcloser-call-") as call:
         call_dir = Path(call)
         call_dir.chmod(0o755)
-        for path in sorted(inputs.glob("image_*.png")):
+        for path in sorted(inputs.glob("image_*.bmp")):
             _link_or_copy(path, call_dir / path.name)
         (call_dir / "code.py").write_text(code, encoding="utf-8")
         (call_dir / "code.py").chmod(0o444)
         nonce = f"--lookcloser-pictures-{random.getrandbits(64):016x}--"
-        result = _run(_command(call_dir, nonce, limits), nonce, limits)
+        with _slots:
+            result = _run(_command(call_dir, nonce, limits), nonce, limits)
     result.seconds = time.monotonic() - started
     return result
 

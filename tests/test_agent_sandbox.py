@@ -243,14 +243,14 @@ def test_files_larger_than_the_file_limit_fail(env):
 
 def test_tampering_with_input_images_leaves_the_originals(env, tmp_path):
     write_inputs(tmp_path, _pictures())
-    before = hashlib.sha256((tmp_path / "image_1.png").read_bytes()).hexdigest()
+    before = hashlib.sha256((tmp_path / "image_1.bmp").read_bytes()).hexdigest()
     code = ("import os\nimage_1.paste((0, 0, 0), (0, 0, 64, 48))\n"
-            "for attempt in (lambda: image_1.save('/inputs/image_1.png'), lambda: os.remove('/inputs/image_1.png'),\n"
-            "                lambda: os.chmod('/inputs/image_1.png', 0o666)):\n"
+            "for attempt in (lambda: image_1.save('/inputs/image_1.bmp'), lambda: os.remove('/inputs/image_1.bmp'),\n"
+            "                lambda: os.chmod('/inputs/image_1.bmp', 0o666)):\n"
             "    try:\n        attempt(); print('changed')\n    except OSError as err:\n        print('refused', type(err).__name__)")
     result = run_python(code, tmp_path, LIMITS)
     assert result.ok and "changed" not in result.text and result.text.count("refused") == 3
-    assert hashlib.sha256((tmp_path / "image_1.png").read_bytes()).hexdigest() == before
+    assert hashlib.sha256((tmp_path / "image_1.bmp").read_bytes()).hexdigest() == before
     env.python(code)
     assert "(200, 30, 30)" in _text(env.python("print(image_1.getpixel((0, 0)))"))  # the next call sees the original
 
