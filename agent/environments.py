@@ -61,10 +61,12 @@ def with_tool_set(environment: str, tool_set: str) -> str:
     return environment
 
 
-def check_tool_set(tool_set: str, flag: str = "tool_set", need_sandbox: bool = True) -> None:
+def check_tool_set(tool_set: str, flag: str = "tool_set", need_sandbox: bool = True,
+                   environment: str | None = None) -> None:
     """A ``tool_set`` value, checked when a recipe or eval command is parsed: the name, and for
     ``image+python`` that the sandbox runs on this machine (never a silent run without it; skipped with
-    ``need_sandbox=False``, where no tools are offered at all). Raises
+    ``need_sandbox=False``, where no tools are offered at all; also checked for an ``environment`` named with
+    ``+python`` directly). Raises
     ``RecipeError`` (one ``error:`` line).
 
     >>> check_tool_set("image+pyhton")
@@ -76,12 +78,14 @@ def check_tool_set(tool_set: str, flag: str = "tool_set", need_sandbox: bool = T
     from lookcloser.errors import RecipeError
 
     check_names(flag, [tool_set], TOOL_SETS)
-    if need_sandbox and "python" in tool_set:
+    asked = "python" in tool_set or (environment or "").endswith("+python")
+    if need_sandbox and asked:
         from lookcloser.agent.sandbox import sandbox_problem
 
         problem = sandbox_problem()
         if problem:
-            raise RecipeError(f"{flag}: {tool_set}: {problem}")
+            where = f"{flag}: {tool_set}" if "python" in tool_set else f"environment: {environment}"
+            raise RecipeError(f"{where}: {problem}")
 
 
 def env_class(env_cls_or_factory: type | Callable) -> type:

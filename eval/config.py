@@ -101,7 +101,7 @@ class EvalConfig:
         check_names("dtype", [self.dtype], ("auto", "float32", "bfloat16", "float16"))
         if self.environment is not None:
             check_names("environment", [self.environment], list(ENVIRONMENTS))
-        check_tool_set(self.tool_set, need_sandbox=self.tools)
+        check_tool_set(self.tool_set, need_sandbox=self.tools, environment=self.environment)
 
     def benchmark_list(self) -> list[str]:
         """The requested benchmarks, checked.

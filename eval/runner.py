@@ -134,6 +134,12 @@ def env_factory(benchmark: str, cfg: EvalConfig, embedder=None):
 
         raise EvalError(f"unknown environment {name!r}; choose from {sorted(ENVIRONMENTS)}")
     env_cls = ENVIRONMENTS[name]
+    if name.endswith("+python"):  # e.g. recorded by a checkpoint: the sandbox must run here, or nothing does
+        from lookcloser.agent.sandbox import sandbox_problem
+        from lookcloser.eval.loaders import EvalError
+
+        if sandbox_problem():
+            raise EvalError(f"{benchmark}: environment {name}: {sandbox_problem()}")
     if issubclass(env_cls, PhotoCollectionEnv):  # the photo tools: eval's embedder and index cache
         return functools.partial(env_cls, embedder=embedder, cache_dir=cfg.photo_index_dir)
     return env_cls

@@ -100,6 +100,9 @@ def test_tool_sets_and_the_schema_the_model_sees():
                                      "(choose from image, image+python)")),
     (["--tool_set", "image+python"], ("error: tool_set: image+python: the python tool needs bubblewrap (bwrap), "
                                       "which is not installed; install it with: apt-get install -y bubblewrap")),
+    (["--environment", "tir_bench+python"], ("error: environment: tir_bench+python: the python tool needs bubblewrap "
+                                             "(bwrap), which is not installed; install it with: apt-get install -y "
+                                             "bubblewrap")),
 ])
 def test_eval_refuses_a_bad_tool_set_in_one_line(tmp_path, argv, message):
     # A machine without bubblewrap: a PATH without it (the interpreter is called by its full path).
