@@ -193,7 +193,7 @@ def _command(call_dir: Path, nonce: str, limits: SandboxLimits) -> list[str]:
                 made.add(parent)
         cmd += ["--ro-bind", path, path]
     scratch = str(limits.scratch_mb * 1024 * 1024)
-    cmd += ["--proc", "/proc", "--dev", "/dev", "--ro-bind", str(call_dir), "/inputs",
+    cmd += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev", "--ro-bind", str(call_dir), "/inputs",
             "--ro-bind", str(RUNNER), "/sandbox_runner.py",
             "--perms", "1777", "--size", scratch, "--tmpfs", "/scratch",
             "--perms", "1777", "--size", scratch, "--tmpfs", "/tmp", "--chdir", "/scratch", "--clearenv"]
@@ -205,11 +205,17 @@ def _command(call_dir: Path, nonce: str, limits: SandboxLimits) -> list[str]:
         uid = str(random.randrange(10_000_000, 2_000_000_000))  # unused: RLIMIT_NPROC counts this call only
         cmd += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP", "--",
                 "setpriv", "--reuid", uid, "--regid", uid, "--clear-groups", "--no-new-privs",
-                "--inh-caps=-all", "--bounding-set=-all"]
+                "--inh-caps=-all", "--bounding-set=-all",
+                # A second, unprivileged bwrap over the same view, to forbid new user namespaces: in one, the
+                # code could mount a tmpfs that no limit here bounds (--disable-userns needs a user namespace,
+                # which a root caller's bwrap does not make). Its PID namespace keeps its own monitor process
+                # out of the code's sight; /dev is read-only (an unprivileged bwrap's /dev is the user's).
+                "bwrap", "--unshare-user", "--disable-userns", "--unshare-pid", "--bind", "/", "/", "--dev", "/dev",
+                "--remount-ro", "/dev", "--chdir", "/scratch", "--die-with-parent", "--"]
     else:
-        cmd += ["--"]
+        cmd += ["--disable-userns", "--"]
     runner_limits = {"cpu_s": limits.cpu_s, "memory_mb": limits.memory_mb, "file_mb": limits.file_mb,
-                     "processes": limits.processes + (0 if root else 1), "max_images": limits.max_images}
+                     "processes": limits.processes + 1, "max_images": limits.max_images}  # + bwrap's init, same uid
     return cmd + [os.path.join(sys.prefix, "bin", "python"), "-I", "-B", "/sandbox_runner.py", nonce,
                   json.dumps(runner_limits)]
 
