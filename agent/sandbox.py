@@ -7,10 +7,12 @@ Each call is a fresh process tree in its own namespaces (``bwrap``, the well-kep
   no home, no project files;
 - processes: its own PID namespace (nothing outside is visible or signalable); everything in it dies with
   the call;
-- identity: a non-root user with no capabilities (``no_new_privs``). Run as root (these machines, CI),
-  bwrap sets up the namespaces and ``setpriv`` drops to a random unused uid, so that the kernel enforces
-  ``RLIMIT_NPROC`` (it never does for root) and counts only this call's processes; run as another user,
-  bwrap's user namespace keeps that user's uid and the count is per namespace;
+- identity: a non-root user with no capabilities (``no_new_privs``) that cannot make user namespaces (in
+  one it could mount a tmpfs that nothing bounds). Run as root (these machines, CI), bwrap sets up the
+  namespaces, ``setpriv`` drops to a random unused uid, so that the kernel enforces ``RLIMIT_NPROC`` (it
+  never does for root) and counts only this call's processes, and a second, unprivileged bwrap adds the
+  user namespace that ``--disable-userns`` needs (and a PID namespace of the code's own); run as another
+  user, one bwrap does it all;
 - limits (``SandboxLimits``): wall time (the parent kills the tree), CPU time, address space, processes,
   file size, scratch space (tmpfs size), bytes read back, pictures returned;
 - environment: cleared; a few fixed variables only (no API keys, no proxy settings).
