@@ -1,4 +1,5 @@
-"""The python tool offered to any model: ``tool_set: image+python`` on TIR-Bench through ``python -m eval`` against
+"""The python tool offered to any model: ``tool_set: image+python`` in one GRPO step (TRL's environment_factory), on
+TIR-Bench through ``python -m eval`` against
 a scripted OpenAI-compatible endpoint (a real HTTP server on loopback) and with the real tiny checkpoint
 (scripted replies through the real ``generate``): the model's next turn holds what its code printed. And the
 key checked when a command is parsed: a misspelt set, or a machine without bubblewrap, is one ``error:`` line.
@@ -134,3 +135,50 @@ def test_grpo_recipe_checks_tool_set_before_any_work(tmp_path):
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("error: tool_set: image+python: the python tool needs bubblewrap")
     assert not (tmp_path / "run").exists()
+
+
+@needs_bwrap
+@pytest.mark.usefixtures("one_torch_thread")
+def test_grpo_rollouts_call_python_through_trls_environment_factory(tiny_model_dir, tmp_path):
+    """One real GRPO step (TRL's tool loop, ``environment_factory``) with ``tool_set: image+python``: the
+    policy's second turn reads what its code printed, and the call counts as a successful one."""
+    import functools
+
+    from lookcloser.agent.oracle import build_synthetic
+    from lookcloser.data_builders.synthetic import SyntheticConfig
+    from lookcloser.train import grpo
+    from lookcloser.train.grpo_lib.data import BUNDLED_IMAGES
+
+    build_synthetic(BUNDLED_IMAGES, tmp_path / "data", 1, SyntheticConfig(seed=5, tasks=("visual_search",)),
+                    progress=False, environment="synthetic")
+    letter = json.loads((tmp_path / "data/TIR-Bench.json").read_text())[0]["answer"]
+    script_args, config, model_args = grpo.parse_args([
+        "recipes/grpo_synthetic.yaml", "--model_name_or_path", str(tiny_model_dir), "--output_dir", str(tmp_path / "grpo"),
+        "--dataset_path", str(tmp_path / "data/grpo"), "--dataset_kind", "saved", "--environment", "synthetic",
+        "--tool_set", "image+python", "--max_steps", "1", "--per_device_train_batch_size", "2", "--num_generations", "2",
+        "--max_tool_calling_iterations", "2", "--max_images", "6", "--max_turn_tokens", "128",
+        "--max_completion_length", "768", "--filter_groups", "false", "--cold_start_steps", "0", "--bf16", "false",
+        "--activation_checkpointing", "false", "--use_cpu", "true", "--save_strategy", "no", "--logging_steps", "1",
+        "--report_to", "none", "--dataloader_num_workers", "0"])
+    trainer = grpo.build_trainer(script_args, config, model_args)
+    prompts: list[tuple[int, str]] = []
+
+    def script(turn: int, prompt: str) -> str:
+        prompts.append((turn, prompt))
+        if turn == 0:
+            return "<tool_call>\n" + json.dumps({"name": "python", "arguments": {"code": CODE}}) + "\n</tool_call>"
+        return f"<answer>{letter}</answer>"
+
+    forcing = ScriptedLogitsProcessor(trainer.processing_class.tokenizer, script)
+    trainer.model.generate = functools.partial(trainer.model.generate, logits_processor=LogitsProcessorList([forcing]))
+    trainer.train()
+    (log,) = [entry for entry in trainer.state.log_history if "tools/call_frequency" in entry]
+    assert log["tools/call_frequency"] == 1 and log["tools/failure_frequency"] == 0
+    second = [text for turn, text in prompts if turn == 1]
+    assert second and all("Output:\nPRINTED (" in text for text in second)
+    # the checkpoint records the environment its rollouts used, so that eval offers python again
+    from lookcloser.agent.checkpoint_prompting import read_prompting
+
+    (tmp_path / "ckpt").mkdir()
+    grpo.write_prompting_record(script_args, str(tmp_path / "ckpt"))
+    assert read_prompting(str(tmp_path / "ckpt"))["environment"] == "synthetic+python"
