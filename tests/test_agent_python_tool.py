@@ -1,8 +1,8 @@
-"""The python tool offered to any model: ``tool_set: image+python`` in one GRPO step (TRL's environment_factory), on
-TIR-Bench through ``python -m eval`` against
-a scripted OpenAI-compatible endpoint (a real HTTP server on loopback) and with the real tiny checkpoint
-(scripted replies through the real ``generate``): the model's next turn holds what its code printed. And the
-key checked when a command is parsed: a misspelt set, or a machine without bubblewrap, is one ``error:`` line.
+"""The python tool offered to any model with ``tool_set: image+python``: in one GRPO step (TRL's
+``environment_factory``), on TIR-Bench through ``python -m eval`` against a scripted OpenAI-compatible endpoint
+(a real HTTP server on loopback) and with the real tiny checkpoint (scripted replies through the real
+``generate``): the model's next turn holds what its code printed. And the key checked when a command is
+parsed: a misspelt set, or a machine without bubblewrap, is one ``error:`` line.
 """
 
 from __future__ import annotations
