@@ -182,3 +182,30 @@ def test_grpo_rollouts_call_python_through_trls_environment_factory(tiny_model_d
     (tmp_path / "ckpt").mkdir()
     grpo.write_prompting_record(script_args, str(tmp_path / "ckpt"))
     assert read_prompting(str(tmp_path / "ckpt"))["environment"] == "synthetic+python"
+
+
+@needs_bwrap
+def test_oracle_trajectories_solve_spot_the_difference_with_one_program(tmp_path):
+    """Cold-start data for the tool: with ``synthetic+python`` a spot-the-difference item is solved by one
+    program run in the real sandbox, whose printed line is the gold answer the trajectory copies; a kind
+    no program solves here keeps its crop oracle."""
+    from lookcloser.agent.oracle import build_synthetic
+    from lookcloser.data_builders.output import load_output
+    from lookcloser.data_builders.synthetic import SyntheticConfig
+    from lookcloser.train.grpo_lib.data import BUNDLED_IMAGES
+
+    build_synthetic(BUNDLED_IMAGES, tmp_path, 6, SyntheticConfig(seed=3, tasks=("spot_difference", "jigsaw")),
+                    progress=False, environment="synthetic+python")
+    records = load_output(tmp_path / "sft")
+    gold = {str(r["id"]): r["answer"] for r in json.loads((tmp_path / "TIR-Bench.json").read_text())}
+    spot = [r for r in records if r["task"] == "spot_difference"]
+    assert spot and all("python" in [t["function"]["name"] for t in json.loads(r["tools"])] for r in records)
+    for record in spot:
+        _question, call, result, answer = record["messages"]
+        assert [c["function"]["name"] for c in call["tool_calls"]] == ["python"]
+        assert result["content"] == [{"type": "text", "text": f"Output:\n{gold[record['id']]}\n"}]
+        assert answer["content"].endswith(f"<answer>{gold[record['id']]}</answer>")
+        assert len(record["images"]) == 2  # the program returned no picture
+    for record in (r for r in records if r["task"] == "jigsaw"):
+        names = {c["function"]["name"] for m in record["messages"] for c in m.get("tool_calls") or []}
+        assert names == {"crop"}
