@@ -12,6 +12,7 @@ import functools
 import json
 from collections.abc import Callable
 
+from lookcloser.agent.code_env import PythonImageToolEnv
 from lookcloser.agent.image_env import CropToolEnv, ImageToolEnv
 from lookcloser.agent.photo_env import ImageSeekerEnv, PhotoCollectionEnv, PhotoSearchEnv
 from lookcloser.agent.toolkit import ToolEnv, tool_names
@@ -26,16 +27,65 @@ ENVIRONMENTS: dict[str, type[ToolEnv]] = {
     "photo_search": PhotoSearchEnv,  # FilterMetadata + ImageSearch: recipes/photo_search_curriculum.yaml
     "imagemining": WebImageEnv,
     "web_search": WebSearchEnv,  # web_search only: recipes/web_search_curriculum.yaml
+    # The image tools + python (model-written code in agent.sandbox): what `tool_set: image+python` picks.
+    "tir_bench+python": PythonImageToolEnv,
+    "mir+python": PythonImageToolEnv,
+    "synthetic+python": PythonImageToolEnv,
 }
 # The benchmark whose tasks each environment plays (the synthetic tasks are TIR-Bench's format). Rows of an SFT
 # data set carry no data_source; a mixed one (train/mixed_tasks.py) gets it from here, so that the checkpoint
 # records each benchmark's tools for eval.
 BENCHMARK_OF_ENVIRONMENT: dict[str, str] = {
     "tir_bench": "tir_bench", "mir": "mir", "synthetic": "tir_bench", "crop": "tir_bench",
-    "disbench": "disbench", "photo_search": "disbench", "imagemining": "imagemining", "web_search": "imagemining"}
+    "disbench": "disbench", "photo_search": "disbench", "imagemining": "imagemining", "web_search": "imagemining",
+    "tir_bench+python": "tir_bench", "mir+python": "mir", "synthetic+python": "tir_bench"}
+# Tool sets (recipes' and eval's `tool_set`): "image", each environment's own tools; "image+python" adds the
+# sandboxed python tool to every environment with the image tools (the others keep theirs).
+TOOL_SETS = ("image", "image+python")
 
-__all__ = ["BENCHMARK_OF_ENVIRONMENT", "ENVIRONMENTS", "CropToolEnv", "ImageSeekerEnv", "ImageToolEnv",
-           "PhotoCollectionEnv", "PhotoSearchEnv", "WebImageEnv", "WebSearchEnv", "env_class", "tool_schemas"]
+__all__ = ["BENCHMARK_OF_ENVIRONMENT", "ENVIRONMENTS", "TOOL_SETS", "CropToolEnv", "ImageSeekerEnv", "ImageToolEnv",
+           "PhotoCollectionEnv", "PhotoSearchEnv", "PythonImageToolEnv", "WebImageEnv", "WebSearchEnv",
+           "check_tool_set", "env_class", "tool_schemas", "with_tool_set"]
+
+
+def with_tool_set(environment: str, tool_set: str) -> str:
+    """The environment that offers ``tool_set`` in place of ``environment`` (a name of ``ENVIRONMENTS``).
+
+    >>> with_tool_set("tir_bench", "image+python"), with_tool_set("disbench", "image+python")
+    ('tir_bench+python', 'disbench')
+    >>> with_tool_set("tir_bench+python", "image")  # "image" keeps what was asked (a checkpoint's record)
+    'tir_bench+python'
+    """
+    if tool_set == "image+python" and f"{environment}+python" in ENVIRONMENTS:
+        return f"{environment}+python"
+    return environment
+
+
+def check_tool_set(tool_set: str, flag: str = "tool_set", need_sandbox: bool = True,
+                   environment: str | None = None) -> None:
+    """A ``tool_set`` value, checked when a recipe or eval command is parsed: the name, and for
+    ``image+python`` that the sandbox runs on this machine (never a silent run without it; skipped with
+    ``need_sandbox=False``, where no tools are offered at all; also checked for an ``environment`` named with
+    ``+python`` directly). Raises
+    ``RecipeError`` (one ``error:`` line).
+
+    >>> check_tool_set("image+pyhton")
+    Traceback (most recent call last):
+    ...
+    lookcloser.errors.RecipeError: tool_set: unknown name 'image+pyhton'; did you mean image+python? (choose from image, image+python)
+    """
+    from lookcloser.checks import check_names
+    from lookcloser.errors import RecipeError
+
+    check_names(flag, [tool_set], TOOL_SETS)
+    asked = "python" in tool_set or (environment or "").endswith("+python")
+    if need_sandbox and asked:
+        from lookcloser.agent.sandbox import sandbox_problem
+
+        problem = sandbox_problem()
+        if problem:
+            where = f"{flag}: {tool_set}" if "python" in tool_set else f"environment: {environment}"
+            raise RecipeError(f"{where}: {problem}")
 
 
 def env_class(env_cls_or_factory: type | Callable) -> type:

@@ -16,7 +16,7 @@ from pathlib import Path
 from lookcloser.agent.environments import ENVIRONMENTS
 from lookcloser.agent.environments import tool_schemas as env_tool_schemas
 from lookcloser.agent.photo_env import listed_ids
-from lookcloser.agent.toolkit import call_failed
+from lookcloser.agent.toolkit import call_failed, tool_names
 from lookcloser.data_builders.search_tasks import LAST_LISTING
 from lookcloser.data_builders.synthetic import SyntheticConfig, SyntheticItem
 from lookcloser.data_builders.tool_sft import final_message, user_message
@@ -31,12 +31,23 @@ def tool_schemas(environment: str = "tir_bench") -> list[dict]:
 def oracle_trajectory(item: SyntheticItem, out_dir: str | Path, environment: str = "tir_bench") -> dict:
     """Run the oracle's tool calls through the tool environment; return one SFT record.
 
-    Tool-result images are saved as ``oracle/{id:06d}_{k}.png`` under ``out_dir``.
+    Tool-result images are saved as ``oracle/{id:06d}_{k}.png`` under ``out_dir``. With an environment that
+    offers ``python`` (``synthetic+python``), a task that a short program solves (``agent.code_oracle``) is
+    solved by one call that prints the answer, run in the real sandbox, and the answer copies what it printed.
     """
+    from lookcloser.agent.code_oracle import program_step
+
     images = [str(p) for p in item.image_paths]
     env, messages = open_oracle_episode(environment, item.record["prompt"], images)
-    render_steps(env, item.steps, messages, images, Path(out_dir), f"{item.record['id']:06d}")
-    messages.append(final_message(item.final_think, item.answer_text))
+    step = program_step(item) if "python" in tool_names(type(env)) else None
+    steps, final_think = ([step.step], step.final_think) if step else (item.steps, item.final_think)
+    render_steps(env, steps, messages, images, Path(out_dir), f"{item.record['id']:06d}")
+    if step:
+        printed = messages[-1]["content"][0]["text"]
+        if printed != f"Output:\n{item.answer_text}\n":  # the oracle's own bug: never teach a wrong copy
+            raise RuntimeError(f"item {item.record['id']}: the {item.record['task']} program printed {printed!r}, "
+                               f"the answer is {item.answer_text!r}")
+    messages.append(final_message(final_think, item.answer_text))
     return {"messages": messages, "images": images, "task": item.record["task"], "id": str(item.record["id"])}
 
 

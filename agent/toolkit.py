@@ -5,7 +5,8 @@ TRL (``environment_factory``) and transformers' ``get_json_schema`` see an ordin
 function. The ``@tool`` wrapper makes every call safe for a rollout: arguments are bound and
 type-checked against the signature, any failure becomes a text observation starting with
 ``Error:`` that the model can read, and ``tool_calls`` / ``tool_errors`` are counted on the
-environment. Nothing the model writes is ever executed: arguments are data, checked here.
+environment. Arguments are data, checked here; the one tool that runs what the model wrote, ``python``,
+runs it in ``agent.sandbox`` only.
 """
 
 from __future__ import annotations

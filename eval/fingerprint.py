@@ -40,6 +40,8 @@ def run_fingerprint(cfg, served_name: str | None = None, per_benchmark: dict | N
         settings["per_benchmark"] = {name: dict(sorted(entry.items())) for name, entry in sorted(per_benchmark.items())}
     if served_name:
         settings["served_model_name"] = served_name
+    if cfg.tool_set != "image":  # recorded only when set: folders written before the key still resume
+        settings["tool_set"] = cfg.tool_set
     return {"model": cfg.model, "model_digest": model_fingerprint(cfg.model), "settings": settings}
 
 
@@ -59,4 +61,6 @@ def differences(old: dict | None, new: dict) -> list[str]:
         changes.append(f"the model at {new['model']} changed (weights or config)")
     previous = old.get("settings", {})
     changes += [f"{k}: {previous.get(k)!r} -> {v!r}" for k, v in new["settings"].items() if previous.get(k) != v]
+    if "tool_set" in previous and "tool_set" not in new["settings"]:
+        changes.append(f"tool_set: {previous['tool_set']!r} -> 'image'")
     return changes

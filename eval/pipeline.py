@@ -205,6 +205,8 @@ def evaluate(cfg: EvalConfig, policy=None, prompting_sources: dict[str, str] | N
     ``python -m eval`` passes what ``apply_checkpoint_prompting`` found): the report says it.
     ``per_benchmark``: settings that differ for one benchmark (the checkpoint's record of how each was trained).
     """
+    from lookcloser.agent.environments import env_class
+    from lookcloser.agent.toolkit import tool_names
     from lookcloser.eval.report import prediction_rows, write_reports
     from lookcloser.eval.retriever import make_embedder, retriever_rows
     from lookcloser.eval.runner import build_policy, env_factory, is_endpoint, run_benchmark
@@ -229,12 +231,13 @@ def evaluate(cfg: EvalConfig, policy=None, prompting_sources: dict[str, str] | N
     item_rows: dict[str, list[dict]] = {}  # W&B's per-item predictions tables
     for name, bench_items in items.items():
         bench_out, bench_cfg = out / name, benchmark_config(cfg, name, per_benchmark)
-        predictions = run_benchmark(name, bench_items, policy, bench_cfg, bench_out,
-                                    env_factory(name, bench_cfg, embedder))
+        factory = env_factory(name, bench_cfg, embedder)
+        predictions = run_benchmark(name, bench_items, policy, bench_cfg, bench_out, factory)
         rows = score_predictions(bench_items, predictions, llm_judge=cfg.llm_judge)
         _write_scores(bench_out / "scores.jsonl", rows)
         results[name] = aggregate(name, rows)
         results[name]["answer_prior"] = answer_prior(bench_items)  # the reference: the best score without looking
+        results[name]["tools_offered"] = tool_names(env_class(factory))
         if cfg.wandb:
             item_rows[name] = prediction_rows(bench_items, predictions, rows, cfg.wandb_items)
         logger.info("%s: %s = %.3f (%d failed)", name, results[name]["primary"],

@@ -60,6 +60,8 @@ def markdown(metrics: dict) -> str:
         note = m.get("published_percent", {}).get("note")
         if note:
             lines += ["", f"Published: {note.rstrip('.')}."]
+        if "tools_offered" in m:
+            lines += ["", f"Tools offered: {', '.join(m['tools_offered']) or 'none'}."]
         if m.get("agent"):
             a = m["agent"]
             lines += ["", (f"Agent: stop reasons {a['stop_reasons']}, {a['mean_turns']:.2f} turns and "

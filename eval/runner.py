@@ -123,17 +123,23 @@ def build_policy(cfg: EvalConfig):
 
 def env_factory(benchmark: str, cfg: EvalConfig, embedder=None):
     """The benchmark's environment (its tools), or ``NoToolsEnv`` when tools are off."""
-    from lookcloser.agent.environments import ENVIRONMENTS, PhotoCollectionEnv
+    from lookcloser.agent.environments import ENVIRONMENTS, PhotoCollectionEnv, with_tool_set
     from lookcloser.agent.toolkit import NoToolsEnv
 
     if not cfg.tools:
         return NoToolsEnv
-    name = cfg.environment or benchmark
+    name = with_tool_set(cfg.environment or benchmark, cfg.tool_set)
     if name not in ENVIRONMENTS:
         from lookcloser.eval.loaders import EvalError  # a user's setting: one `error:` line
 
         raise EvalError(f"unknown environment {name!r}; choose from {sorted(ENVIRONMENTS)}")
     env_cls = ENVIRONMENTS[name]
+    if name.endswith("+python"):  # e.g. recorded by a checkpoint: the sandbox must run here, or nothing does
+        from lookcloser.agent.sandbox import sandbox_problem
+        from lookcloser.eval.loaders import EvalError
+
+        if sandbox_problem():
+            raise EvalError(f"{benchmark}: environment {name}: {sandbox_problem()}")
     if issubclass(env_cls, PhotoCollectionEnv):  # the photo tools: eval's embedder and index cache
         return functools.partial(env_cls, embedder=embedder, cache_dir=cfg.photo_index_dir)
     return env_cls

@@ -61,7 +61,7 @@ def check_sft(script_args, training_args, model_args, planned: Iterable[str | Pa
 
 
 def check_grpo(script_args, training_args, model_args, planned: Iterable[str | Path] = ()) -> None:
-    from lookcloser.agent.environments import ENVIRONMENTS
+    from lookcloser.agent.environments import ENVIRONMENTS, check_tool_set
     from lookcloser.data_builders.synthetic import TASKS
     from lookcloser.rewards import REGISTRY
     from lookcloser.train.grpo_lib.data import resolve_path
@@ -73,6 +73,8 @@ def check_grpo(script_args, training_args, model_args, planned: Iterable[str | P
         raise RecipeError(f"reward_weights has {len(weights)} values for {len(script_args.reward_funcs)} reward_funcs "
                           f"({', '.join(script_args.reward_funcs)})")
     check_environment(script_args.environment, script_args.environment_kwargs, ENVIRONMENTS)
+    check_tool_set(script_args.tool_set, need_sandbox=script_args.environment not in (None, "", "none"),
+                   environment=script_args.environment)
     if script_args.environment == "per_row" and not (script_args.dataset_path or script_args.dataset_name):
         raise RecipeError("environment: per_row reads each row's `environment` column: set dataset_path (e.g. a "
                           "data set written by train/mixed_tasks.py) or dataset_name")

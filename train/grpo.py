@@ -73,6 +73,9 @@ class GRPOScriptArguments(FusedKernelsArguments, ScriptArguments, DashboardArgum
                 "imagemining, ...; 'none' for no tools; 'per_row': the data set's `environment` column names each "
                 "row's environment (or 'none'), and each prompt shows that environment's tools only (a run over "
                 "several kinds of task: train/mixed_tasks.py builds such a data set)."})
+    tool_set: str = field(default="image", metadata={
+        "help": "image: the environment's own tools; image+python: also the sandboxed python tool in every environment "
+                "with the image tools (tir_bench, mir, synthetic; needs bubblewrap, docs/agent.md)."})
     environment_kwargs: dict | str | None = field(default=None, metadata={
         "help": "Constructor arguments of the environment, e.g. {\"max_pixels\": 262144} (JSON text or a mapping); "
                 "with 'per_row', a mapping per environment name, e.g. {\"photo_search\": {\"max_view\": 4}}."})
@@ -109,20 +112,22 @@ def environment_factory(script_args: GRPOScriptArguments, dataset=None):
     """The environment class (with the recipe's constructor arguments) TRL builds one instance of per rollout;
     with ``environment: per_row``, ``{name: factory}`` for the names in ``dataset``'s ``environment`` column
     (TRL's multi-environment mode; ``none`` rows get ``NoToolsEnv``, an environment without tools)."""
-    from lookcloser.agent.environments import ENVIRONMENTS
+    from lookcloser.agent.environments import ENVIRONMENTS, with_tool_set
 
     if script_args.environment == PER_ROW:
         from lookcloser.agent.toolkit import NoToolsEnv
 
         kwargs = _as_dict(script_args.environment_kwargs)
-        return {name: _factory(NoToolsEnv if name == "none" else ENVIRONMENTS[name], kwargs.get(name))
+        return {name: _factory(NoToolsEnv if name == "none" else ENVIRONMENTS[with_tool_set(name, script_args.tool_set)],
+                               kwargs.get(name))
                 for name in row_environments(dataset, script_args.dataset_path or script_args.dataset_name)}
     if not script_args.environment or script_args.environment == "none":
         return None
     if script_args.environment not in ENVIRONMENTS:
         raise RecipeError(f"unknown environment {script_args.environment!r}; choose from {sorted(ENVIRONMENTS)} "
                           "or 'none'")
-    return _factory(ENVIRONMENTS[script_args.environment], _as_dict(script_args.environment_kwargs))
+    name = with_tool_set(script_args.environment, script_args.tool_set)
+    return _factory(ENVIRONMENTS[name], _as_dict(script_args.environment_kwargs))
 
 
 def _factory(env_cls: type, kwargs: dict | None):
@@ -227,12 +232,15 @@ def write_prompting_record(script_args: GRPOScriptArguments, out_dir: str, base_
     ``environment: per_row``: each benchmark (``data_source``) of ``dataset`` gets its own entry, with the
     environment its rows used (the most common one, when they used several)."""
     from lookcloser.agent.checkpoint_prompting import write_prompting
+    from lookcloser.agent.environments import with_tool_set
     from lookcloser.agent.loop import DEFAULT_SYSTEM_PROMPT
 
     system = {None: "", "default": DEFAULT_SYSTEM_PROMPT}.get(script_args.system_prompt, script_args.system_prompt)
 
     def prompting(environment: str | None) -> dict:
         tools = bool(environment) and environment != "none"
+        if tools:  # the environment the rollouts used, so that eval offers the same tools again
+            environment = with_tool_set(environment, script_args.tool_set)
         return {"system_prompt": system, "tools": tools, **({"environment": environment} if tools else {})}
 
     if script_args.environment != PER_ROW:

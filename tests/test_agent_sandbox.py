@@ -1,0 +1,287 @@
+"""The python tool's sandbox under attack: each case checks that the code stayed contained (on the host,
+not only in what it printed) and that the tool result says clearly what happened.
+
+Real bubblewrap, real processes, a real TCP listener on the parent's loopback; nothing mocked. Short limits
+keep the suite at a few seconds. Skipped only where bubblewrap is not installed (``.ci/run`` installs it);
+where it is installed but the sandbox does not start, the tests fail.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from lookcloser.agent.code_env import PythonImageToolEnv
+from lookcloser.agent.sandbox import SandboxLimits, run_python, sandbox_problem, write_inputs
+from lookcloser.agent.toolkit import call_failed
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+
+LIMITS = SandboxLimits(wall_s=3, cpu_s=1, memory_mb=512, processes=8, file_mb=8, scratch_mb=32, output_mb=2,
+                       text_chars=2000, max_images=2)
+
+
+def _pictures() -> list[Image.Image]:
+    first = Image.new("RGB", (64, 48), (200, 30, 30))
+    second = Image.new("RGB", (32, 32), (10, 20, 250))
+    second.putpixel((5, 7), (0, 255, 0))
+    return [first, second]
+
+
+@pytest.fixture()
+def env():
+    assert sandbox_problem() is None, sandbox_problem()
+    env = PythonImageToolEnv(sandbox_limits=LIMITS)
+    env.reset(images=_pictures())
+    return env
+
+
+def _text(result) -> str:
+    return result if isinstance(result, str) else "\n".join(b["text"] for b in result if b["type"] == "text")
+
+
+def _processes_with(marker: str) -> list[int]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(int(pid))
+        except OSError:
+            continue
+    return found
+
+
+def _sandbox_uid_processes() -> list[int]:
+    """Processes running as one of the sandbox's random uids (root callers: 10**7 and up)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            uid = int(Path(f"/proc/{pid}/status").read_text().split("Uid:")[1].split()[0])
+        except (OSError, IndexError):
+            continue
+        if uid >= 10_000_000:
+            found.append(pid)
+    return found
+
+
+def test_images_in_printed_text_and_pictures_out(env):
+    code = ("import numpy as np\nprint(image_1.size, image_2.getpixel((5, 7)), len(images))\n"
+            "show(np.zeros((40, 30, 3), dtype=np.uint8))\nimage_2.save('copy.png')")
+    result = env.python(code)
+    assert not call_failed(result)
+    assert "(64, 48) (0, 255, 0) 2" in _text(result)
+    pictures = [b["image"] for b in result if b["type"] == "image"]
+    assert [p.size for p in pictures] == [(30, 40), (32, 32)]
+    assert env.crop(3, [0, 0, 1, 1])[0]["image"].size == (32, 32)  # the code's pictures are tool images
+    again = env.python("print(image_4.getpixel((5, 7)))")  # and the next call's image_4
+    assert "(0, 255, 0)" in _text(again)
+
+
+def test_reading_etc_passwd_fails(env):
+    result = env.python("print(open('/etc/passwd').read())")
+    assert call_failed(result) and "FileNotFoundError" in result and "root:x:0" not in result
+
+
+def test_home_and_host_files_are_not_visible(env, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the-host-secret")
+    home = Path.home()
+    code = (f"import json, os\nprint('HOME', json.dumps(os.listdir({str(home)!r}) if os.path.isdir({str(home)!r}) else []))\n"
+            f"print(open({str(secret)!r}).read())")
+    result = env.python(code)
+    assert call_failed(result) and "FileNotFoundError" in result and "the-host-secret" not in result
+    line = next(line for line in result.splitlines() if line.startswith("HOME "))
+    visible = set(json.loads(line[5:]))
+    python_home = {Path(p).relative_to(home).parts[0] for p in (sys.prefix, sys.base_prefix, os.path.realpath(sys.executable))
+                   if Path(p).is_relative_to(home)}
+    assert visible <= python_home  # at most the folder the interpreter itself lives in
+
+
+def test_api_keys_in_the_parent_environment_do_not_reach_the_code(env, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-parent-key-123")
+    result = env.python("import os\nprint(sorted(os.environ.items()))")
+    assert not call_failed(result)
+    assert "sk-fake-parent-key-123" not in _text(result) and "OPENAI_API_KEY" not in _text(result)
+    assert "('HOME', '/scratch')" in _text(result)
+
+
+def test_writing_outside_scratch_fails_and_reaches_nothing_on_the_host(env, tmp_path):
+    target = tmp_path / "escaped.txt"
+    code = ("import os\nfor path in ['/usr/escaped', '/inputs/escaped', '/escaped', " + repr(str(target)) + "]:\n"
+            "    try:\n        open(path, 'w').write('x'); print('wrote', path)\n"
+            "    except OSError as err:\n        print('refused', path, type(err).__name__)\n"
+            "open('/scratch/ok.txt', 'w').write('fine'); print('scratch ok')")
+    text = _text(env.python(code))
+    assert "wrote /usr" not in text and "wrote /inputs" not in text and "wrote /escaped" not in text
+    assert text.count("refused") >= 3 and "scratch ok" in text
+    assert not target.exists() and not Path("/escaped").exists()
+
+
+def test_no_network_loopback_listener_in_the_parent_is_unreachable(env):
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    accepted = []
+    listener.settimeout(3)
+    thread = threading.Thread(target=lambda: accepted.append(_accept(listener)), daemon=True)
+    thread.start()
+    code = (f"import socket\ns = socket.socket()\ns.settimeout(2)\ntry:\n    s.connect(('127.0.0.1', {port}))\n"
+            "    print('connected')\nexcept OSError as err:\n    print('no connection:', type(err).__name__)\n"
+            "print('interfaces', [l.split(':')[0].strip() for l in open('/proc/net/dev').read().splitlines()[2:]])\n"
+            "print('routes', open('/proc/net/route').read().splitlines()[1:])")
+    text = _text(env.python(code))
+    thread.join(5)
+    listener.close()
+    assert "no connection: ConnectionRefusedError" in text and "connected\n" not in text
+    assert "interfaces ['lo']" in text and "routes []" in text
+    assert accepted == [None]  # the parent's listener saw no connection
+
+
+def _accept(listener: socket.socket):
+    try:
+        conn, _ = listener.accept()
+        conn.close()
+        return "connected"
+    except OSError:
+        return None
+
+
+def test_fork_bomb_hits_the_process_limit_and_leaves_nothing(env):
+    result = env.python("import os\nwhile True:\n    os.fork()")
+    # The first refused fork ends the call; on a loaded machine the wall time may come first.
+    assert call_failed(result) and ("processes (8 processes)" in result or "wall time (3 s)" in result), result
+    assert _sandbox_uid_processes() == []  # the whole tree is gone when the call returns
+
+
+def test_infinite_loop_is_stopped(env):
+    start = time.monotonic()
+    result = env.python("while True:\n    pass")
+    assert call_failed(result) and ("CPU time (1 s)" in result or "wall time (3 s)" in result)
+    assert time.monotonic() - start < LIMITS.wall_s + 2
+
+
+def test_ten_gigabytes_hit_the_memory_limit(env):
+    result = env.python("import numpy as np\na = np.ones(10 * 1024**3, dtype=np.uint8)\nprint(a.sum())")
+    assert call_failed(result) and "memory (512 MiB)" in result
+
+
+def test_a_100k_by_100k_image_hits_the_memory_limit(env):
+    result = env.python("from PIL import Image\nImage.new('RGB', (100_000, 100_000))\nprint('made')")
+    assert call_failed(result) and "memory (512 MiB)" in result and "made" not in result
+
+
+def test_a_gigabyte_of_output_is_cut_at_the_output_limit(env):
+    start = time.monotonic()
+    result = env.python("import sys\nfor _ in range(16384):\n    sys.stdout.write('x' * 65536)")
+    assert call_failed(result) and "output (2 MiB)" in result
+    assert "[output cut:" in result and len(result) < 3000  # the model reads at most the text cap
+    assert time.monotonic() - start < LIMITS.wall_s
+
+
+def test_long_printed_text_is_capped_and_says_so(env):
+    text = _text(env.python("print('y' * 10_000)"))
+    assert "[output cut: 10001 characters printed, 2000 shown (the limit)]" in text
+
+
+def test_sleeping_past_the_wall_time_is_stopped(env):
+    start = time.monotonic()
+    result = env.python("import time\ntime.sleep(60)")
+    assert call_failed(result) and "wall time (3 s)" in result
+    assert time.monotonic() - start < LIMITS.wall_s + 2
+
+
+def test_a_child_that_outlives_the_call_is_killed_and_never_speaks_later(env):
+    marker = "late-child-marker-7731"
+    code = ("import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', "
+            f"'import time; time.sleep(1.5); print(\"{marker}\", flush=True)'])\nprint('parent done')")
+    first = env.python(code)
+    assert not call_failed(first) and "parent done" in _text(first)
+    assert _processes_with(marker) == []  # killed with the call's PID namespace
+    time.sleep(1.6)
+    second = env.python("import time\ntime.sleep(0.2)\nprint('second call')")
+    assert marker not in _text(second) and "second call" in _text(second)
+
+
+def test_signalling_the_parent_and_everything_fails(env):
+    host_pid = os.getpid()
+    code = ("import os, signal\nfor pid in [os.getppid(), 1, -1, " + str(host_pid) + "]:\n"
+            "    try:\n        os.kill(pid, signal.SIGKILL); print('sent', pid)\n"
+            "    except OSError as err:\n        print('refused', pid, type(err).__name__)\nprint('survived')")
+    text = _text(env.python(code))
+    # The code's parent is the sandbox's own init (pid 1 of its PID namespace), which ignores signals from
+    # inside; nothing outside the namespace, the host's processes included, is visible.
+    assert f"refused {host_pid} ProcessLookupError" in text and "refused -1 ProcessLookupError" in text
+    assert "survived" in text
+    os.kill(host_pid, 0)  # the test process is alive
+    assert "still here" in _text(env.python("print('still here')"))
+
+
+def test_kill_all_from_a_shell_kills_only_the_sandbox(env):
+    result = env.python("import subprocess\nsubprocess.run(['sh', '-c', 'kill -9 -1'])\nprint('after kill')")
+    assert not call_failed(result) or "SIGKILL" in result
+    assert subprocess.run(["true"], check=False).returncode == 0  # the host goes on
+
+
+def test_no_new_user_namespace_and_no_unbounded_filesystem(env):
+    # In a user namespace of its own the code could mount a tmpfs that no limit bounds; /dev (a tmpfs) is
+    # read-only for the same reason. /scratch and /tmp are the only writable places, both size-capped.
+    code = ("import os, subprocess\n"
+            "print(subprocess.run(['unshare', '-Urm', 'sh', '-c', 'mount -t tmpfs none /scratch && echo MOUNTED'],"
+            " capture_output=True, text=True))\n"
+            "for path in ['/dev/shm/x', '/dev/x']:\n    try:\n        open(path, 'w').write('x'); print('wrote', path)\n"
+            "    except OSError as err:\n        print('refused', path, type(err).__name__)\n"
+            "for n in range(16):  # 4 MiB files, under the file-size limit, until /tmp is full\n"
+            "    open(f'/tmp/fill{n}', 'wb').write(b'x' * 4 * 1024 * 1024)\n")
+    result = env.python(code)
+    assert call_failed(result) and "scratch space (32 MiB)" in result
+    assert "stdout=''" in result and "unshare failed" in result and "wrote" not in result  # never MOUNTED
+    assert result.count("refused /dev") == 2
+
+
+def test_syntax_error_is_a_failed_call_with_the_line(env):
+    result = env.python("print('a'\nx = 1")
+    assert call_failed(result) and "SyntaxError" in result and "sandbox_runner" not in result
+
+
+def test_missing_module_is_a_failed_call(env):
+    result = env.python("import torchvision_that_is_not_here")
+    assert call_failed(result) and "ModuleNotFoundError" in result and "torchvision_that_is_not_here" in result
+
+
+def test_files_larger_than_the_file_limit_fail(env):
+    result = env.python("open('big.bin', 'wb').write(b'x' * (20 * 1024 * 1024))")
+    assert call_failed(result) and "file size (8 MiB per file)" in result
+
+
+def test_tampering_with_input_images_leaves_the_originals(env, tmp_path):
+    write_inputs(tmp_path, _pictures())
+    before = hashlib.sha256((tmp_path / "image_1.bmp").read_bytes()).hexdigest()
+    code = ("import os\nimage_1.paste((0, 0, 0), (0, 0, 64, 48))\n"
+            "for attempt in (lambda: image_1.save('/inputs/image_1.bmp'), lambda: os.remove('/inputs/image_1.bmp'),\n"
+            "                lambda: os.chmod('/inputs/image_1.bmp', 0o666)):\n"
+            "    try:\n        attempt(); print('changed')\n    except OSError as err:\n        print('refused', type(err).__name__)")
+    result = run_python(code, tmp_path, LIMITS)
+    assert result.ok and "changed" not in result.text and result.text.count("refused") == 3
+    assert hashlib.sha256((tmp_path / "image_1.bmp").read_bytes()).hexdigest() == before
+    env.python(code)
+    assert "(200, 30, 30)" in _text(env.python("print(image_1.getpixel((0, 0)))"))  # the next call sees the original
+
+
+def test_state_is_per_call_and_episodes_share_nothing(env):
+    env.python("secret = 41\nopen('/scratch/note.txt', 'w').write('from the first call')")
+    result = env.python("import os\nprint('secret' in globals(), os.listdir('/scratch'))")
+    assert "False []" in _text(result)
+    folder = env._inputs
+    env.reset(images=[Image.new("RGB", (8, 8))])
+    assert not folder.exists()  # the last episode's image files are gone
+    assert "(8, 8) 1" in _text(env.python("print(image_1.size, len(images))"))
