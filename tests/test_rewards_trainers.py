@@ -3,6 +3,7 @@
 - the rewards-only install (the base, no extra) into a fresh venv from PyPI: every benchmark scored
   through the one scoring entry, the TRL functions, the verl adapter and the OpenRLHF core, with
   torch neither installed nor imported;
+- docs/rewards.md's TRL script in TRL's GRPOTrainer (one step of a tiny random Qwen3);
 - verl 0.9.1 and OpenRLHF 0.11.2 installed ``--no-deps`` into their own venvs (never the project's),
   plus only what their reward paths import; torch and transformers come from this environment
   (a path entry), so no second torch is installed. testing/trainer_rewards.py runs inside each and
@@ -13,6 +14,7 @@ Slow (``-m slow``): each builds a venv; pip's cache keeps them short (seconds in
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -117,6 +119,36 @@ def test_rewards_only_install(wheel, tmp_path):
     assert out["openrlhf"] == [[pytest.approx(v), None] for v in RIGHT]
     assert out["heavy_modules"] == []  # torch never imported
     assert out["judge_error"] and "httpx2 and orjson" in out["judge_error"] and "lookcloser[judge]" in out["judge_error"]
+
+
+def _tiny_text_qwen3(tokenizer_dir: Path, out: Path) -> Path:
+    """A random 1-layer Qwen3 (text only: AutoProcessor gives its tokenizer) with the tiny model's tokenizer."""
+    from transformers import AutoTokenizer, Qwen3Config, Qwen3ForCausalLM
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    config = Qwen3Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                         num_attention_heads=2, num_key_value_heads=1, head_dim=16, max_position_embeddings=512,
+                         tie_word_embeddings=True)
+    Qwen3ForCausalLM(config).save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    settings = json.loads((out / "tokenizer_config.json").read_text())
+    settings.pop("processor_class", None)  # the VL processor's name: this model has no image processor
+    (out / "tokenizer_config.json").write_text(json.dumps(settings))
+    return out
+
+
+@pytest.mark.slow
+def test_trl(tmp_path, tiny_model_dir):
+    """docs/rewards.md's TRL script, as written, in TRL's own GRPOTrainer (the installed training extra)."""
+    block = _documented("TRL").split("```python\n", 1)[1].split("```", 1)[0]
+    assert 'model="Qwen/Qwen3-0.6B"' in block
+    model = _tiny_text_qwen3(tiny_model_dir, tmp_path / "model")
+    (tmp_path / "run.py").write_text(block.replace('"Qwen/Qwen3-0.6B"', repr(str(model))))
+    env = {**os.environ, "TRL_EXPERIMENTAL_SILENCE": "1", "OMP_NUM_THREADS": "1"}
+    out = _run([sys.executable, "run.py"], cwd=tmp_path, env=env).stdout
+    logged = ast.literal_eval(out.strip().splitlines()[-1])  # the dict the script prints
+    assert 0.0 <= logged["rewards/accuracy/mean"] <= 1.0 and "rewards/format/mean" in logged, logged
+    assert not [k for k in logged if k.startswith("rewards/errors/")], logged  # every row scored
 
 
 def _verl_overrides() -> list[str]:
