@@ -1,8 +1,9 @@
 """verl adapter: ``compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs)``.
 
-verl ≥ 0.6 (tested with 0.9.1's own config and reward loading, tests/test_rewards_trainers.py) reads
+verl ≥ 0.8 (tested with 0.9.1's own config and reward loading, tests/test_rewards_trainers.py) reads
 ``reward.custom_reward_function.path=pkg://lookcloser.rewards.verl`` and
-``reward.custom_reward_function.name=compute_score`` (docs/rewards.md). ``ground_truth`` is the gold
+``reward.custom_reward_function.name=compute_score`` (verl 0.5-0.7: the same keys without ``reward.``;
+docs/rewards.md). ``ground_truth`` is the gold
 in ``rewards.scoring``'s shape (a dict, JSON text, or the bare answer: a numpy array of DISBench ids
 is read like a list); ``extra_info`` may add the fields the gold lacks (``task``/``prompt``/
 ``meta_data`` for TIR-Bench, ``answer_zh``), and ``tir_mode`` (``"official"``: eval parity).
