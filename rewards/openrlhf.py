@@ -1,9 +1,10 @@
-"""OpenRLHF reward file: pass this file's path as ``--remote_rm_url`` (docs/rewards.md, "OpenRLHF").
+"""OpenRLHF reward file: pass this file's path as ``--reward.remote_url`` (OpenRLHF 0.11; older releases:
+``--remote_rm_url``); docs/rewards.md, "OpenRLHF".
 
 OpenRLHF 0.11.2 loads it with ``importlib`` (``openrlhf.utils.agent.SingleTurnAgentExecutor``) and
 calls ``reward_func(queries, prompts, labels)`` for each rollout: ``queries`` are prompt +
 response decoded with the special tokens kept, ``prompts`` the chat-templated prompts,
-``labels`` the data set's ``--label_key`` column. A label is JSON text (or a dict) of
+``labels`` the data set's ``--data.label_key`` column. A label is JSON text (or a dict) of
 ``{"data_source": "mir", "reward_info": <the gold, rewards.scoring's shape>}``.
 
 The answer is the response's final assistant turn (``rewards._text.final_turn_text``: the prompt

@@ -190,10 +190,18 @@ def test_verl(wheel, tmp_path, tiny_model_dir):
 
 @pytest.mark.slow
 def test_openrlhf(wheel, tmp_path, tiny_model_dir):
-    command = _documented("OpenRLHF")
-    assert "--remote_rm_url \"$(python3 -c 'import lookcloser.rewards.openrlhf as m; print(m.__file__)')\"" in command
+    command = _documented("OpenRLHF").split("python3 -m openrlhf.cli.train_ppo_ray", 1)[1].split("```", 1)[0]
+    assert "--reward.remote_url \"$(python3 -c 'import lookcloser.rewards.openrlhf as m; print(m.__file__)')\"" in command
     python = _venv(tmp_path / "venv", with_project_packages=True)
     _pip(python, "--no-deps", wheel, *OPENRLHF)
+    # Every flag of the documented command is one OpenRLHF 0.11.2's own CLI defines (its parser sits under
+    # `if __name__ == "__main__"` beside Ray and DeepSpeed start-up, so its source is read, not run).
+    cli = _run([python, "-c", "import importlib.util as u; print(u.find_spec('openrlhf').submodule_search_locations[0])"],
+               cwd=tmp_path).stdout.strip()
+    defined = set(re.findall(r'add_argument\(\s*"(--[\w.]+)"', (Path(cli) / "cli" / "train_ppo_ray.py").read_text()))
+    flags = set(re.findall(r"(?<!\S)(--[\w.]+)", command))
+    assert flags == {"--data.prompt_dataset", "--data.input_key", "--data.label_key", "--data.apply_chat_template",
+                     "--reward.remote_url"} and flags <= defined, flags - defined
     reward_file = _run([python, "-c", "import lookcloser.rewards.openrlhf as m; print(m.__file__)"],
                        cwd=tmp_path).stdout.strip()
     assert Path(reward_file).is_relative_to(tmp_path / "venv")  # the installed file, not the checkout's
