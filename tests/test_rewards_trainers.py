@@ -152,15 +152,16 @@ def test_trl(tmp_path, tiny_model_dir):
 
 
 def _verl_overrides() -> list[str]:
-    """The ``reward.*`` overrides of docs/rewards.md's verl command, as a user pastes them."""
+    """The overrides of docs/rewards.md's verl command, as a user pastes them."""
     command = _documented("verl").split("python3 -m verl.trainer.main_ppo", 1)[1].split("```", 1)[0]
-    return [word for word in command.replace("\\\n", " ").split() if word.startswith("reward.")]
+    return [word for word in command.replace("\\\n", " ").split() if "=" in word]
 
 
 @pytest.mark.slow
 def test_verl(wheel, tmp_path, tiny_model_dir):
     documented = _verl_overrides()
-    assert documented == ["reward.custom_reward_function.path=pkg://lookcloser.rewards.verl",
+    assert documented == ["data.train_files=train.parquet", "data.val_files=val.parquet",
+                          "reward.custom_reward_function.path=pkg://lookcloser.rewards.verl",
                           "reward.custom_reward_function.name=compute_score"]
     python = _venv(tmp_path / "venv", with_project_packages=True)
     _pip(python, "--no-deps", wheel, *VERL)
@@ -172,7 +173,7 @@ def test_verl(wheel, tmp_path, tiny_model_dir):
             {"data_source": "mir", "response": "Answer: C", "gold": None},  # no gold: 0.0, counted
             {"data_source": "openai/gsm8k", "response": "so #### 72", "gold": "72"}]
     (tmp_path / "rows.json").write_text(json.dumps(rows))
-    fallback = [*documented[:1], "reward.custom_reward_function.name=compute_score_or_default"]
+    fallback = [*documented[:3], "reward.custom_reward_function.name=compute_score_or_default"]
     legacy = ["custom_reward_function.path=pkg://lookcloser.rewards.verl", "custom_reward_function.name=compute_score"]
     out = _probe(python, tmp_path, "verl", tiny_model_dir, tmp_path / "rows.json",
                  *(json.dumps(o) for o in (documented, fallback, legacy)))
