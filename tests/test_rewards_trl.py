@@ -181,6 +181,9 @@ def test_light_import_without_torch_transformers_trl():
         sys.meta_path.insert(0, Block())
         from lookcloser import rewards
         from lookcloser.rewards import tir_bench, mir, disbench, imagemining, format_and_tools, verl, llm_judge
+        from lookcloser.rewards import openrlhf, scoring
+        assert openrlhf.score_label("Answer: B", "", '{"data_source": "mir", "reward_info": "B"}') == (1.0, None)
+        assert scoring.score("disbench", "<answer>1</answer>", ("1",)) == 1.0
         item = {"task": "math", "answer": "3.5", "prompt": ""}
         assert tir_bench.score(item, r"Answer: \\frac{7}{2}", "official") == 1.0  # math-verify path
         assert tir_bench.score({"task": "refcoco", "answer": "B", "prompt": "A. x"}, "Answer: bb", "official") == 0.0
