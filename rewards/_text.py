@@ -78,6 +78,42 @@ def completion_text(completion: Any) -> str:
     return ""
 
 
+_TURN_START = "<|im_start|>assistant"
+_TURN_END = ("<|im_end|>", "<|endoftext|>")
+_TOOL_RESPONSE_END = "</tool_response>"
+
+
+def final_turn_text(decoded: str) -> str:
+    """The final assistant turn of a rollout decoded to one string (verl's ``solution_str``, OpenRLHF's
+    response), so that tool output never reaches the scorer:
+
+    - with the chat template's markers kept: the text after the last ``<|im_start|>assistant``, up to
+      its ``<|im_end|>``;
+    - with them skipped (verl decodes with ``skip_special_tokens=True``): the text after the last
+      ``</tool_response>`` (how Qwen/Hermes templates wrap every tool result), less the ``assistant``
+      role line the template leaves there;
+    - a single-turn rollout (neither found): the whole text, less a trailing end marker.
+
+    >>> final_turn_text("call crop\\nuser\\n<tool_response>\\nB B B\\n</tool_response>\\nassistant\\nAnswer: C")
+    'Answer: C'
+    >>> final_turn_text("x<|im_end|>\\n<|im_start|>assistant\\n<answer>B</answer><|im_end|>")
+    '<answer>B</answer>'
+    """
+    start = decoded.rfind(_TURN_START)
+    if start >= 0:
+        text = decoded[start + len(_TURN_START):].lstrip("\n")
+    else:
+        cut = decoded.rfind(_TOOL_RESPONSE_END)
+        text = decoded if cut < 0 else decoded[cut + len(_TOOL_RESPONSE_END):]
+        if cut >= 0:
+            head, _, rest = text.lstrip().partition("\n")
+            text = rest if head.strip() == "assistant" else text.lstrip()
+    for marker in _TURN_END:
+        end = text.find(marker)
+        text = text if end < 0 else text[:end]
+    return text
+
+
 def after_think(text: str) -> str:
     """The part after the last ``</think>`` when it holds anything, else the whole text.
 

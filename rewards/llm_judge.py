@@ -4,12 +4,15 @@ Off unless a caller asks for it. The base URL and model come from arguments or
 ``LOOKCLOSER_JUDGE_BASE_URL`` / ``LOOKCLOSER_JUDGE_MODEL``; the key only from
 ``LOOKCLOSER_JUDGE_API_KEY`` (or ``OPENAI_API_KEY``) and it is never logged. Requests go through
 ``lookcloser.http_client`` with no retry: any failure (network, timeout, HTTP error, odd reply)
-returns None so the caller keeps its rule score.
+returns None so the caller keeps its rule score. A missing client library (httpx2, orjson: the
+``judge`` extra; a rewards-only install lacks them) is not such a failure: asking for the judge
+raises one ``ImportError`` naming it (``require_client``).
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.util
 import logging
 import os
 import re
@@ -24,6 +27,20 @@ _SYSTEM = (
 _INCORRECT = re.compile(r"\bincorrect\b|\bwrong\b|\bno\b", re.IGNORECASE)
 _CORRECT = re.compile(r"\bcorrect\b|\byes\b", re.IGNORECASE)
 _MAX_CHARS = 6000  # judge prompts stay small: the tail of a response holds its answer
+
+
+JUDGE_MODULES = ("httpx2", "orjson")  # what lookcloser.http_client imports
+
+
+def require_client() -> None:
+    """Raise one ``ImportError`` naming the judge's missing libraries, if any.
+
+    >>> require_client()  # the training install has them
+    """
+    missing = [name for name in JUDGE_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ImportError(f"the LLM judge needs {' and '.join(missing)}, which this install lacks: "
+                          "pip install 'lookcloser[judge]' (or run without llm_judge)")
 
 
 @functools.lru_cache(maxsize=1)
@@ -45,6 +62,7 @@ def judge_answer(response: str, answer: str, question: str | None = None, *, bas
     model = model or os.environ.get("LOOKCLOSER_JUDGE_MODEL", "")
     if not base_url or not model:
         return None
+    require_client()  # a missing library is a setup mistake: said once, loudly, not a rule score
     key = os.environ.get("LOOKCLOSER_JUDGE_API_KEY") or os.environ.get("OPENAI_API_KEY")
     user = (f"Question: {question}\n" if question else "") + \
         f"Reference answer: {answer}\nModel response (end): {response[-_MAX_CHARS:]}"

@@ -1,10 +1,14 @@
 """TRL-style reward functions: ``f(completions, **dataset_columns) -> list[float | None]``.
 
 Column contract (GRPO datasets): ``data_source`` names the benchmark (``tir_bench``, ``mir``,
-``disbench``, ``imagemining``); ``reward_info`` is JSON text (or a dict) with what the scorer
-needs. A benchmark reward returns None for rows of another source, and None (with one logged
-warning) when ``reward_info`` is missing or malformed: the row gets no signal rather than a
-wrong one. Completions may be strings or conversations (scored on the last assistant message).
+``disbench``, ``imagemining``); ``reward_info`` is the gold in the one shape of
+``rewards.scoring`` (JSON text: the one form a mixed data set can hold; a dict or the bare
+answer is read too). A benchmark reward returns None for rows of another benchmark. A row no
+scorer can read (no or an unknown ``data_source``, a gold that does not parse) also gets None, and
+counts as ``rewards/errors/<reason>`` (sent through TRL's ``log_metric`` keyword, kept in
+``rewards.scoring.ERRORS``) with a warning the first time: TRL then leaves it out, and the metric
+says so. ``train/grpo.py`` refuses such a data set before step 1 (``check_reward_rows``).
+Completions may be strings or conversations (scored on the last assistant message).
 
 Metrics: the benchmark rewards (strict mode) send each row's score through TRL's ``log_metric``
 keyword as ``accuracy/<benchmark>`` and ``accuracy/<benchmark>/<task>`` while they score, so that
@@ -19,26 +23,21 @@ gets None (TRL leaves it out), counts in ``rewards/<name>/errors`` (sent through
 from __future__ import annotations
 
 import logging
-import os
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from lookcloser.rewards import disbench, imagemining, mir, tir_bench
-from lookcloser.rewards._text import completion_text, parse_json_field
+from lookcloser.rewards import scoring
+from lookcloser.rewards._text import completion_text
 from lookcloser.rewards.format_and_tools import format_score, overlong_penalty, tool_use_bonus
+from lookcloser.rewards.scoring import RAISE_ENV, RewardInputError, errors_raise, normalize_source
 
 logger = logging.getLogger(__name__)
 RewardFunc = Callable[..., list]
 CORRECT_THRESHOLD = 1.0  # tool_use: "correct" means full credit (fractional tasks included)
 _warned: set[str] = set()
 ERROR_COUNTS: Counter = Counter()  # rows whose scoring raised, by reward name (this process)
-RAISE_ENV = "LOOKCLOSER_REWARD_ERRORS"
-
-
-def errors_raise() -> bool:
-    """Whether scorer errors propagate (``LOOKCLOSER_REWARD_ERRORS=raise``) instead of giving None."""
-    return os.environ.get(RAISE_ENV, "").strip().lower() in ("raise", "1", "true")
+__all__ = ["RAISE_ENV", "REGISTRY", "errors_raise", "get_reward_funcs", "normalize_source", "score_row"]
 
 
 def _scorer_error(name: str, err: Exception) -> None:
@@ -70,23 +69,12 @@ def _log_accuracy(columns: dict, i: int, source: str, info: dict, score: float |
         log_metric(f"accuracy/{source}/{task}", float(score))
 
 
-def _log_errors(name: str, columns: dict, before: int) -> None:
+def _log_errors(name: str, columns: dict, before: int, reasons: Counter | None = None) -> None:
     log_metric = columns.get("log_metric")  # TRL >= 1.x passes it to reward functions
     if callable(log_metric):
         log_metric(f"rewards/{name}/errors", float(ERROR_COUNTS[name] - before))
-
-
-def normalize_source(value: Any) -> str:
-    """``"TIR-Bench"`` / ``"lookcloser/tir_bench"`` → ``"tir_bench"``; non-strings → ``""``.
-
-    >>> normalize_source("lookcloser/TIR-Bench"), normalize_source(None)
-    ('tir_bench', '')
-    """
-    if not isinstance(value, str):
-        return ""
-    name = value.strip().rsplit("/", 1)[-1].lower().replace("-", "_").replace(" ", "_")
-    return {"tirbench": "tir_bench", "image_mining": "imagemining", "dis_bench": "disbench",
-            "deepimagesearch": "disbench"}.get(name, name)
+        for reason, count in sorted((reasons or {}).items()):
+            log_metric(f"rewards/errors/{reason}", float(count))
 
 
 def _warn_once(key: str, message: str) -> None:
@@ -102,65 +90,48 @@ def _column(columns: dict, name: str, i: int) -> Any:
     return None
 
 
-def _info(columns: dict, i: int) -> dict | None:
-    info = parse_json_field(_column(columns, "reward_info", i))
-    if not isinstance(info, dict):
-        _warn_once("reward_info", "reward_info is missing or not a JSON object; such rows get None")
+def _checked_row(columns: dict, i: int, reasons: Counter, only: str | None = None) -> tuple[str, dict] | None:
+    """Row ``i``'s benchmark and gold info, or None: a row of another benchmark than ``only`` (silently),
+    or one no scorer can read (counted in ``reasons`` and ``rewards.scoring.ERRORS``, warned once)."""
+    try:
+        source = scoring.resolve_source(_column(columns, "data_source", i))
+        if only is not None and source != only:
+            return None
+        return source, scoring.gold_info(source, _column(columns, "reward_info", i))
+    except RewardInputError as err:
+        reasons[scoring.record_error(err, f"row {i}")] += 1
         return None
-    return info
 
 
 def score_row(source: str, text: str, info: dict, tir_mode: str = "strict", name: str = "accuracy") -> float | None:
-    """Benchmark score of one completion text, or None when ``info`` lacks what is needed or the
-    scorer raised (counted under ``name``, see the module notes).
+    """Benchmark score of one completion text on a checked ``info`` (``rewards.scoring.gold_info``), or
+    None when the scorer raised (counted under ``name``, see the module notes).
 
-    >>> score_row("mir", "Answer: B", {"answer": "B"}), score_row("mir", "B", {}) is None
-    (1.0, True)
+    >>> score_row("mir", "Answer: B", {"answer": "B"})
+    1.0
     """
     try:
-        return _score_row(source, text, info, tir_mode)
+        return scoring.score_info(source, text, info, tir_mode)
     except Exception as err:  # noqa: BLE001 - the reward boundary: counted, warned, re-raised under tests
         _scorer_error(name, err)
         return None
 
 
-def _score_row(source: str, text: str, info: dict, tir_mode: str) -> float | None:
-    if source == "tir_bench":
-        return tir_bench.score(info, text, tir_mode) if "answer" in info else None
-    if source == "mir":
-        gold = info.get("answer", info.get("conclusion"))
-        return mir.score(text, gold, info.get("options")) if isinstance(gold, str) else None
-    if source == "disbench":
-        gold = info.get("answer")
-        if isinstance(gold, str):  # JSON text of a list, or one id (kept as text: "0012" stays "0012")
-            parsed = parse_json_field(gold)
-            gold = parsed if isinstance(parsed, list) else [gold]
-        elif isinstance(gold, int):
-            gold = [gold]
-        return disbench.score(text, gold) if isinstance(gold, (list, tuple)) else None
-    if source == "imagemining":
-        answer, answer_zh = info.get("answer"), info.get("answer_zh")
-        if not isinstance(answer, str):
-            return None
-        return imagemining.score(text, answer, answer_zh if isinstance(answer_zh, str) else None)
-    return None
-
-
 def _benchmark_reward(name: str, only: str | None, tir_mode: str = "strict") -> RewardFunc:
     def reward(completions: list, **columns: Any) -> list[float | None]:
-        before = ERROR_COUNTS[name]
+        before, reasons = ERROR_COUNTS[name], Counter()
         out: list[float | None] = []
         for i, completion in enumerate(completions or []):
-            source = normalize_source(_column(columns, "data_source", i))
-            if (only is not None and source != only) or not source:
+            row = _checked_row(columns, i, reasons, only)
+            if row is None:
                 out.append(None)
                 continue
-            info = _info(columns, i)
-            value = None if info is None else score_row(source, completion_text(completion), info, tir_mode, name=name)
+            source, info = row
+            value = score_row(source, completion_text(completion), info, tir_mode, name=name)
             if tir_mode == "strict":  # the official mode is for eval parity, not the training metric
                 _log_accuracy(columns, i, source, info, value)
             out.append(value)
-        _log_errors(name, columns, before)
+        _log_errors(name, columns, before, reasons)
         return out
 
     return reward
@@ -193,15 +164,14 @@ def make_tool_use_reward(cap: int = 1, threshold: float = CORRECT_THRESHOLD) -> 
     [1.0, 0.0]
     """
     def tool_use(completions: list, **columns: Any) -> list[float | None]:
-        before = ERROR_COUNTS["tool_use"]
+        before, reasons = ERROR_COUNTS["tool_use"], Counter()
         out: list[float | None] = []
         for i, completion in enumerate(completions or []):
-            source = normalize_source(_column(columns, "data_source", i))
-            info = _info(columns, i) if source else None
-            value = None if info is None else score_row(source, completion_text(completion), info, name="tool_use")
+            row = _checked_row(columns, i, reasons)
+            value = None if row is None else score_row(row[0], completion_text(completion), row[1], name="tool_use")
             out.append(None if value is None
                        else _guarded("tool_use", tool_use_bonus, completion, value >= threshold, cap))
-        _log_errors("tool_use", columns, before)
+        _log_errors("tool_use", columns, before, reasons)
         return out
 
     return _named("tool_use", tool_use, make_tool_use_reward.__doc__.split("\n")[0])
@@ -244,25 +214,25 @@ def make_imagemining_reward(llm_judge: bool = False, **judge_options: Any) -> Re
     ...                           reward_info=[{"answer": "Red"}])
     [1.0]
     """
+    if llm_judge:
+        from lookcloser.rewards.llm_judge import require_client
+
+        require_client()  # a missing dependency is one clear error here, not a silent rule score later
+
     def reward(completions: list, **columns: Any) -> list[float | None]:
-        before = ERROR_COUNTS["imagemining"]
+        before, reasons = ERROR_COUNTS["imagemining"], Counter()
         out: list[float | None] = []
         for i, completion in enumerate(completions or []):
-            info = _info(columns, i) if normalize_source(_column(columns, "data_source", i)) == "imagemining" \
-                else None
-            answer = info.get("answer") if info else None
-            if not isinstance(answer, str):
+            row = _checked_row(columns, i, reasons, "imagemining")
+            if row is None:
                 out.append(None)
                 continue
-            zh = info.get("answer_zh")
-            question = info.get("question")
-            value = _guarded("imagemining", imagemining.score, completion_text(completion), answer,
-                             zh if isinstance(zh, str) else None,
-                             question=question if isinstance(question, str) else None,
+            info = row[1]
+            value = _guarded("imagemining", scoring.score_info, "imagemining", completion_text(completion), info,
                              llm_judge=llm_judge, **judge_options)
             _log_accuracy(columns, i, "imagemining", info, value)
             out.append(value)
-        _log_errors("imagemining", columns, before)
+        _log_errors("imagemining", columns, before, reasons)
         return out
 
     return _named("imagemining", reward, "ImageMining normalized exact match (+ optional LLM judge).")

@@ -108,6 +108,29 @@ def build_reward_funcs(script_args: GRPOScriptArguments, training_args: Lookclos
     return funcs
 
 
+def check_reward_rows(dataset, reward_funcs: list, where: str | None = None) -> None:
+    """Before step 1: when a benchmark reward is named, every row needs a ``data_source`` a scorer serves and a
+    ``reward_info`` that parses (``rewards.scoring.gold_info``); else one ``RecordError`` naming the row (at
+    call time the same row would only be counted as ``rewards/errors/<reason>``)."""
+    from lookcloser.errors import RecordError, record_id
+    from lookcloser.rewards.scoring import RewardInputError, gold_info, resolve_source
+
+    if all(name in ("format", "overlong") or callable(name) for name in reward_funcs):
+        return
+    columns = dataset.column_names
+    sources = dataset["data_source"] if "data_source" in columns else [None] * len(dataset)
+    golds = dataset["reward_info"] if "reward_info" in columns else [None] * len(dataset)
+    ids = dataset["id"] if "id" in columns else [None] * len(dataset)
+    for row, (source, gold) in enumerate(zip(sources, golds, strict=True)):
+        try:
+            gold_info(resolve_source(source), gold)
+        except RewardInputError as err:
+            field = "reward_info" if err.reason == "bad_gold" else "data_source"
+            raise RecordError(where or "the data set", record_id({"id": ids[row]}, row), field,
+                              f"{err} (reward_funcs {', '.join(map(str, reward_funcs))} cannot score this row; "
+                              "docs/rewards.md has the columns)") from None
+
+
 def environment_factory(script_args: GRPOScriptArguments, dataset=None):
     """The environment class (with the recipe's constructor arguments) TRL builds one instance of per rollout;
     with ``environment: per_row``, ``{name: factory}`` for the names in ``dataset``'s ``environment`` column
@@ -185,6 +208,7 @@ def build_trainer(script_args: GRPOScriptArguments, training_args: LookcloserGRP
     if script_args.cold_start_steps > 0:
         model_args.model_name_or_path = _cold_start(script_args, training_args, model_args)
     dataset = load_grpo_dataset(script_args, training_args)
+    check_reward_rows(dataset, script_args.reward_funcs, script_args.dataset_path or script_args.dataset_name)
     env_factory = environment_factory(script_args, dataset)  # per_row: the column checked before the model loads
     model_path, processor = model_and_processor(model_args, training_args)
     logger.info("GRPO on %d prompts (%s), environment %s, rewards %s", len(dataset),
