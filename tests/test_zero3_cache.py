@@ -3,7 +3,10 @@ default whole (outside DeepSpeed's zero.Init, one rank building while the other 
 from that cache then loads it without any "Reinit due to size mismatch". Before the fix, that launch
 cached 63 of the model's 64 tensors empty and died, and every later run loaded the empty weights.
 
-About 60 s on the idle 2-core machine (the ZeRO-3 launch ~40 s, the plain run ~20 s), one step each."""
+70 s measured on the 2-core machine under load (load average ~4), one step each; plus DeepSpeed's CPU
+shm op build (~60 s idle) on a machine where tests/test_sft_deepspeed.py has not built it yet. Without the
+fix the launch hangs (rank 0 builds inside zero.Init, whose collectives the waiting rank never joins) or
+caches empty tensors: the 300 s limit per command turns a hang into a failure."""
 
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ ONE_STEP = ["recipes/mir_stage1.yaml", "--model_name_or_path", "lookcloser/tiny-
 def _run(cmd: list[str], cache, out_dir) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "LOOKCLOSER_CACHE": str(cache), "TRANSFORMERS_VERBOSITY": "info"}
     return subprocess.run([*cmd, *ONE_STEP, "--output_dir", str(out_dir)], check=False, cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=900)
+                          capture_output=True, text=True, timeout=300)
 
 
 def test_zero3_launch_from_an_empty_cache_caches_whole_weights_and_a_plain_run_loads_them(tmp_path):
