@@ -7,6 +7,7 @@ checkpoint folder, or a reserved name, ``lookcloser/tiny-qwen3-vl`` or the large
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -16,6 +17,8 @@ from transformers import AutoConfig, AutoProcessor
 from lookcloser.agent.processor import LookcloserQwen3VLProcessor
 from lookcloser.checks import EMBEDDED_MODELS, SMALL_MODEL_NAME, TINY_MODEL_NAME, check_model_name  # noqa: F401 - the names, re-exported
 from lookcloser.errors import ModelPathError
+
+logger = logging.getLogger(__name__)
 
 
 def embedded_model_cache_dir(size: str = "tiny") -> Path:
@@ -103,19 +106,57 @@ def resolve_model_path(name_or_path: str) -> str:
     its base + adapter merged (cached); a local path that does not exist is a ``ModelPathError``
     (never a hub lookup); hub ids are returned unchanged.
     """
+    from lookcloser.checkpoints import check_whole_checkpoint
+
     check_model_name(name_or_path, what="model_name_or_path / --model")
     size = EMBEDDED_MODELS.get(name_or_path)
     if size is None:
         path = Path(name_or_path).expanduser()
         if path.is_dir() and adapter_base(path) is not None:
             return _merged_adapter_path(path)
+        if path.is_dir():
+            check_whole_checkpoint(path)  # e.g. saved with ZeRO-3's empty shards: refused, never loaded
         return name_or_path
-    target = embedded_model_cache_dir(size)
-    if not (target / "config.json").exists():
-        from lookcloser.agent.tiny_qwen3_vl import build_tiny_qwen3_vl
+    return str(embedded_checkpoint(size))
 
-        build_tiny_qwen3_vl(target, size=size)
-    return str(target)
+
+def embedded_checkpoint(size: str = "tiny", wait_s: float = 600.0) -> Path:
+    """The cached embedded checkpoint of ``size``, built when missing and rebuilt when not whole.
+
+    One process builds it under a file lock (other launches on the machine wait on the lock); in a
+    distributed run that is rank 0, since transformers' ``save_pretrained`` writes on rank 0 only, and the
+    other ranks poll for the whole folder. It is built as a plain model even inside a ZeRO-3 run
+    (``outside_deepspeed_zero3``), whose ``zero.Init`` would otherwise save it with empty tensors and poison
+    every later run on the machine.
+    """
+    import time
+
+    import torch.distributed as dist
+    from filelock import FileLock
+
+    from lookcloser.checkpoints import weights_problem
+    from lookcloser.trl_surface import outside_deepspeed_zero3
+
+    target = embedded_model_cache_dir(size)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    builder = not (dist.is_available() and dist.is_initialized()) or dist.get_rank() == 0
+    deadline = time.monotonic() + wait_s
+    while True:
+        with FileLock(str(target.parent / f".{target.name}.lock")):
+            problem = weights_problem(target) if (target / "config.json").exists() else "missing"
+            if not problem:
+                return target
+            if builder:
+                from lookcloser.agent.tiny_qwen3_vl import build_tiny_qwen3_vl
+
+                if problem != "missing":
+                    logger.warning("%s: not a whole checkpoint (%s): rebuilding it", target, problem)
+                with outside_deepspeed_zero3():
+                    build_tiny_qwen3_vl(target, size=size, replace=True)
+                continue  # checked like any other copy
+        if time.monotonic() > deadline:
+            raise ModelPathError(f"{target}: rank 0 did not build the embedded model within {wait_s:.0f} s")
+        time.sleep(0.5)
 
 
 def without_truncation(processor):

@@ -138,8 +138,9 @@ def build_image_processor() -> Qwen2VLImageProcessorPil:
     )
 
 
-def build_tiny_qwen3_vl(out_dir: str | Path, seed: int = 0, size: str = "tiny") -> Path:
-    """Write the embedded checkpoint of ``size`` (``SIZES``) to ``out_dir`` and return the folder.
+def build_tiny_qwen3_vl(out_dir: str | Path, seed: int = 0, size: str = "tiny", replace: bool = False) -> Path:
+    """Write the embedded checkpoint of ``size`` (``SIZES``) to ``out_dir`` and return the folder
+    (``replace``: over a checkpoint already there). Built as a plain model even inside a ZeRO-3 run.
 
     >>> import contextlib, io, tempfile
     >>> with contextlib.redirect_stdout(io.StringIO()):  # DeepSpeed's first import prints to stdout
@@ -149,16 +150,18 @@ def build_tiny_qwen3_vl(out_dir: str | Path, seed: int = 0, size: str = "tiny") 
     """
     from lookcloser.agent.processor import LookcloserQwen3VLProcessor
     from lookcloser.checkpoints import save_checkpoint
+    from lookcloser.trl_surface import outside_deepspeed_zero3
 
     tokenizer = build_tokenizer()
     config = build_config(tokenizer, size)
     torch.manual_seed(seed)
-    model = Qwen3VLForConditionalGeneration(config).eval()
+    with outside_deepspeed_zero3():  # ZeRO-3's zero.Init would leave every rank an empty shard to save
+        model = Qwen3VLForConditionalGeneration(config).eval()
     processor = LookcloserQwen3VLProcessor(
         image_processor=build_image_processor(), tokenizer=tokenizer, chat_template=tokenizer.chat_template
     )
-    # Every rank of a fresh `accelerate launch` may build it at once: the first whole copy is kept.
-    return save_checkpoint(out_dir, model, processor)
+    # Processes building it at once (not through agent.models' lock): the first whole copy is kept.
+    return save_checkpoint(out_dir, model, processor, replace=replace)
 
 
 def main() -> None:

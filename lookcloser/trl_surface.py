@@ -247,3 +247,22 @@ def init_qwen3vl_processor(processor, image_processor, tokenizer, chat_template=
     processor.vision_end_token_id = tokenizer.convert_tokens_to_ids(processor.vision_end_token)
     processor.video_processor = None
     super(Qwen3VLProcessor, processor).__init__(image_processor, tokenizer, chat_template=chat_template)
+
+
+@contextlib.contextmanager
+def outside_deepspeed_zero3() -> Iterator[None]:
+    """Build models as plain modules even inside a ZeRO-3 run.
+
+    Why: transformers builds every model inside DeepSpeed's ``zero.Init`` (parameters partitioned, each rank
+    holding an empty shard) while ``is_deepspeed_zero3_enabled()`` is true, which it is as soon as a
+    ``TrainingArguments`` with a ZeRO-3 config exists (a module-level weakref to its ``HfDeepSpeedConfig``).
+    A checkpoint built there is saved with empty tensors. The weakref is cleared for the block and put back.
+    """
+    from transformers.integrations import deepspeed as hf_deepspeed
+
+    saved = getattr(hf_deepspeed, "_hf_deepspeed_config_weak_ref", None)
+    hf_deepspeed._hf_deepspeed_config_weak_ref = None
+    try:
+        yield
+    finally:
+        hf_deepspeed._hf_deepspeed_config_weak_ref = saved

@@ -265,9 +265,28 @@ def test_no_private_upstream_name_outside_the_fence():
     (the private methods our trainer overrides are the exception: they are its extension points)."""
     fenced = [*(f".{n}" for n in trl_surface.PER_PROMPT_STATE), "._is_vision_dataset", "._use_triton",
               "._get_train_sampler", "trl_grpo.parse_response", "super(Qwen3VLProcessor", "load_response_template",
-              "apply_rotary_pos_emb", "from liger_kernel", "import liger_kernel"]
+              "apply_rotary_pos_emb", "from liger_kernel", "import liger_kernel",
+              "_hf_deepspeed_config_weak_ref"]
     offenders = [f"{path.relative_to(REPO)}: {name}"
                  for folder in ("rewards", "data_builders", "agent", "train", "eval")
                  for path in sorted((REPO / folder).rglob("*.py"))
                  for name in fenced if name in path.read_text(encoding="utf-8")]
     assert not offenders, offenders
+
+
+def test_outside_deepspeed_zero3_hides_a_live_zero3_config_and_puts_it_back():
+    """transformers decides to build inside ``zero.Init`` from a module-level weakref to the live
+    ``HfDeepSpeedConfig`` (a ZeRO-3 TrainingArguments makes one); the embedded default is built with it hidden."""
+    from transformers.integrations import HfDeepSpeedConfig, is_deepspeed_zero3_enabled
+
+    ds_config = HfDeepSpeedConfig({"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": 1})
+    try:
+        assert is_deepspeed_zero3_enabled()
+        with trl_surface.outside_deepspeed_zero3():
+            assert not is_deepspeed_zero3_enabled()
+        assert is_deepspeed_zero3_enabled()
+    finally:
+        from transformers.integrations.deepspeed import unset_hf_deepspeed_config
+
+        unset_hf_deepspeed_config()
+        del ds_config

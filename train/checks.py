@@ -22,6 +22,11 @@ from lookcloser.checks import (
 from lookcloser.errors import RecipeError
 
 MIR_STAGES = (0, 4)
+# The vLLM releases TRL 1.16 drives (trl.import_utils.is_vllm_available warns outside them); docs/grpo.md
+# "vLLM" lists which of them also meet our pins.
+TRL_VLLM_RANGE = ("0.22.0", "0.31.0")
+# What vLLM pins that this project pins too, or that vLLM cannot load without.
+VLLM_SHARED_PINS = ("torch", "torchvision", "transformers")
 
 
 def check_training(training_args, model_args, planned: Iterable[str | Path] = ()) -> None:
@@ -100,6 +105,7 @@ def check_grpo(script_args, training_args, model_args, planned: Iterable[str | P
     if script_args.cold_start_steps > 0 and (script_args.dataset_path or script_args.dataset_name):
         raise RecipeError("cold_start_steps trains on the synthetic tasks' oracle trajectories: leave dataset_path "
                           "and dataset_name unset, or cold-start with train/sft.py first (recipes/tool_curriculum.yaml)")
+    check_vllm(training_args.use_vllm)
     check_range("temperature", training_args.temperature, 0, above=True)
     check_range("beta", training_args.beta, 0)
     check_range("max_completion_length", training_args.max_completion_length, 1)
@@ -130,3 +136,40 @@ def _mapping(name: str, value) -> dict:
     if not isinstance(values, dict):
         raise RecipeError(f"{name}: not a JSON mapping, got {type(values).__name__}")
     return values
+
+
+def check_vllm(use_vllm: bool) -> None:
+    """``use_vllm: true`` needs a vLLM that can load beside this environment's torch and transformers, in
+    either ``vllm_mode``: TRL's server client imports vLLM too (its weight-sync communicator). Checked from
+    the installed package's metadata (importing vLLM takes seconds and initialises CUDA)."""
+    if not use_vllm:
+        return
+    from importlib import metadata, util
+
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    hint = "see docs/grpo.md, \"vLLM\", for the releases that meet this project's pins"
+    try:
+        version = metadata.version("vllm")
+    except metadata.PackageNotFoundError:
+        raise RecipeError(f"use_vllm: true, but vllm is not installed in this environment ({hint})") from None
+    conflicts = []
+    low, high = TRL_VLLM_RANGE
+    if not Version(low) <= Version(Version(version).base_version) <= Version(high):
+        conflicts.append(f"TRL drives vllm {low} to {high} only")
+    for line in metadata.requires("vllm") or []:
+        req = Requirement(line)
+        if req.name.lower() not in VLLM_SHARED_PINS or (req.marker and not req.marker.evaluate({"extra": ""})):
+            continue
+        try:
+            installed = metadata.version(req.name)
+        except metadata.PackageNotFoundError:
+            conflicts.append(f"it needs {req}, which is not installed")
+            continue
+        if not req.specifier.contains(installed, prereleases=True):
+            conflicts.append(f"it needs {req}, this environment has {req.name} {installed}")
+    if not conflicts and util.find_spec("vllm") is None:
+        conflicts.append("its metadata is installed but the module is not")
+    if conflicts:
+        raise RecipeError(f"use_vllm: true, but vllm {version} cannot load here: {'; '.join(conflicts)} ({hint})")

@@ -79,6 +79,7 @@ def train_and_save(trainer, output_dir: str, resume_from_checkpoint=None, config
     ``merge_adapter``: a LoRA run also writes base + adapter merged to ``output_dir/merged``.
     """
     from lookcloser.agent.models import without_truncation
+    from lookcloser.checkpoints import check_whole_checkpoint
 
     if configs:
         trainer.add_callback(_log_config_callback(configs))
@@ -94,6 +95,7 @@ def train_and_save(trainer, output_dir: str, resume_from_checkpoint=None, config
         if trainer.accelerator.is_main_process:
             # Save the processor as it was loaded, not with the truncation TRL set while training.
             without_truncation(trainer.processing_class).save_pretrained(output_dir)
+            check_whole_checkpoint(output_dir)  # e.g. ZeRO-3 shards saved ungathered: said now, not at the next load
         trainer.accelerator.wait_for_everyone()
     except KeyboardInterrupt:  # the final save was cut: files it wrote are no checkpoint
         for path in Path(output_dir).iterdir() if Path(output_dir).is_dir() else ():
