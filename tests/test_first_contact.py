@@ -89,6 +89,7 @@ def test_a_first_mistake_is_one_error_line_and_exit_2(outcomes, case):
     assert "Traceback" not in done.stderr + done.stdout
 
 
+@pytest.mark.slow  # about 10 s: accelerate's start-up and the script's
 def test_a_mistake_under_accelerate_launch_q_is_our_line_last(tmp_path):
     done = _run(["accelerate", "launch", "-q", "--config_file", "accelerate_configs/cpu_1proc.yaml"],
                 MISTAKES[1][0], tmp_path)
@@ -123,3 +124,20 @@ def test_ctrl_c_to_the_process_group_is_one_line_exit_130_and_nothing_left(tmp_p
     assert [line for line in lines if line.startswith("interrupted: ")] == lines[-1:], lines[-20:]
     assert "--resume_from_checkpoint" in lines[-1] and "Traceback" not in err, lines[-20:]
     assert left == [], left
+
+
+def test_plain_python_takes_the_threads_accelerate_would_give():
+    """OMP_NUM_THREADS when set, else 1 (torch's one per core oversubscribes a shared CPU); a launcher's
+    process and an in-process call (the tests, a curriculum's stage) are left as they are."""
+    probe = ("import atexit, runpy, sys, torch; atexit.register(lambda: print('threads', torch.get_num_threads())); "
+             "sys.argv = ['train/sft.py', '--help']; runpy.run_path('train/sft.py', run_name='__main__')")
+
+    def threads(omp: str | None) -> str:
+        env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "LOCAL_RANK")}
+        env.update({"OMP_NUM_THREADS": omp} if omp else {})
+        done = subprocess.run([LAUNCH[0], "-c", probe], cwd=REPO, env=env, capture_output=True, text=True,
+                              timeout=300, check=False)
+        return done.stdout.splitlines()[-1]
+
+    with ThreadPoolExecutor(2) as pool:
+        assert list(pool.map(threads, [None, "2"])) == ["threads 1", "threads 2"]
