@@ -1,9 +1,8 @@
 """GRPO with multi-turn tool use on images, rewarded by the benchmarks' own scorers.
 
     python train/grpo.py recipes/grpo_synthetic.yaml
-    accelerate launch --config_file accelerate_configs/zero3.yaml train/grpo.py recipes/grpo_mir_hard.yaml \
-        --model_name_or_path outputs/mir_curriculum/mir_stage4 --dataset_path /data/MIR/hard.json \
-        --images_root /data/MIR/images
+    accelerate launch --config_file accelerate_configs/zero3.yaml train/grpo.py recipes/mir_curriculum_grpo.yaml \
+        --model_name_or_path outputs/mir_curriculum/sft --dataset_path outputs/mir_curriculum/grpo_data
 
 The policy talks to one of the agent's environments (``environment: tir_bench`` -> the image
 tools) through TRL's ``environment_factory``; rewards come from the ``rewards`` registry by name
