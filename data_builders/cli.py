@@ -30,6 +30,8 @@ from lookcloser.checks import (
     did_you_mean,
 )
 from lookcloser.cli import Interrupted, run
+from lookcloser.data_builders.heldout import HeldoutArguments
+from lookcloser.data_builders.heldout import main as heldout_main
 from lookcloser.data_builders.output import FORMATS, ON_ERROR, BuildReport
 from lookcloser.data_builders.records import DEFAULT_MAX_PIXELS
 from lookcloser.data_builders.synthetic import TASKS, SyntheticConfig
@@ -248,9 +250,10 @@ def build_difficulty_set(args: DifficultyArguments, report: BuildReport) -> str:
 
 
 class Command(NamedTuple):
-    arguments: type  # a BuildArguments dataclass
-    build: Callable[..., str]  # (arguments, report) -> where it wrote, in words
+    arguments: type  # a BuildArguments dataclass (or, with ``main``, the command's own)
+    build: Callable[..., str] | None  # (arguments, report) -> where it wrote, in words
     unit: str = "records"  # what the summary counts
+    main: Callable[[list[str]], int] | None = None  # a command with its own main (no records read: no report)
 
 
 COMMANDS = {
@@ -258,6 +261,7 @@ COMMANDS = {
     "imagenet-think": Command(ImagenetThinkArguments, build_imagenet_think_set, "traces"),
     "synthetic": Command(SyntheticArguments, build_synthetic_sets, "source-image draws"),
     "difficulty": Command(DifficultyArguments, build_difficulty_set),
+    "heldout": Command(HeldoutArguments, None, main=heldout_main),
 }
 
 
@@ -301,10 +305,9 @@ def build(name: str, args: BuildArguments) -> BuildReport:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["heldout"]:  # held-out benchmark folders: a command of its own (data_builders.heldout)
-        from lookcloser.data_builders.heldout import main as heldout_main
-
-        return heldout_main(argv[1:])
+    own = COMMANDS[argv[0]].main if argv and argv[0] in COMMANDS else None
+    if own is not None:  # held-out benchmark folders: a command of its own (data_builders.heldout)
+        return own(argv[1:])
     return run(build, lambda: parse_command(argv), prog=PROG, argv=argv)
 
 

@@ -145,7 +145,7 @@ def pixel_digests(folder: str | Path) -> dict[str, Path]:
 
 @dataclass
 class HeldoutArguments:
-    """Held-out benchmark folders in their official layouts, from a reserved seed."""
+    """held-out TIR-Bench, MIR, DISBench and ImageMining folders, from a reserved seed"""
 
     out: str = field(metadata={"help": "folder for OUT/tir_bench, OUT/mir, OUT/disbench, OUT/imagemining"})
     seed: int = field(metadata={"help": f"a held-out seed, {HELDOUT_SEEDS.start}-{HELDOUT_SEEDS.stop - 1}"})

@@ -31,7 +31,8 @@ class EvalConfig:
     retry_failed: bool = field(default=True, metadata={"help": "On resume, run failed items again."})
     # Endpoint
     served_model_name: str | None = field(default=None, metadata={"help": "Endpoint model name (default: the "
-                                                                            "first of GET /models)."})
+                                                                            "first of GET /models; needed when the "
+                                                                            "server lists none)."})
     api_key_env: str = field(default="OPENAI_API_KEY", metadata={"help": "Environment variable with the key."})
     concurrency: int = field(default=32, metadata={"help": "Endpoint episodes in flight at once."})
     request_timeout: float = field(default=120.0, metadata={"help": "Seconds per endpoint request."})

@@ -221,8 +221,9 @@ def evaluate(cfg: EvalConfig, policy=None, prompting_sources: dict[str, str] | N
         from lookcloser.agent.models import resolve_model_path
 
         resolve_model_path(cfg.model)  # a missing folder stops here, in one line, before any hub call
-    _check_out_dir(out, cfg, getattr(policy, "model", None) if is_endpoint(cfg.model) else None, per_benchmark)
+    # The data first: a file that does not read (cut short, malformed) stops the run before run.json is written.
     items, data_label = load_items(cfg, per_benchmark)
+    _check_out_dir(out, cfg, getattr(policy, "model", None) if is_endpoint(cfg.model) else None, per_benchmark)
     if cfg.gray_images:
         gray_out_images(items, out / "gray_images")
     embedder = make_embedder(cfg.photo_embedder) if "disbench" in items else None

@@ -178,6 +178,6 @@ def prepare(benchmarks: list[str], data_root: str | Path, sources: dict[str, str
     sources = sources or SOURCES
     done = {}
     for name in benchmarks:
-        logger.info("downloading %s from %s", name, sources[name])
+        logger.debug("downloading %s from %s", name, sources[name])  # a failure is then its one error line
         done[name] = download(name, sources[name], Path(data_root) / name)
     return done

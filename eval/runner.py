@@ -76,27 +76,49 @@ def is_endpoint(model: str) -> bool:
 
 
 def served_model(base: str, cfg: EvalConfig) -> str:
-    """The name to request: the config's, else the first model the endpoint lists, else "default".
+    """The name to request: ``--served_model_name``, else the one model ``GET /models`` lists.
 
-    The endpoint is asked either way: one that cannot be reached stops the run here, in seconds.
+    The endpoint is asked either way, so that one that cannot be reached stops the run here, in
+    seconds. With a name given, any HTTP reply will do (``transformers serve`` pins one model and may
+    answer 500 there; listing models is optional in the API), and a list that lacks the name is an
+    error. Without one, a failed, empty or unreadable list is an error naming ``--served_model_name``
+    (requesting a made-up name fails every item on a server that pins its model).
     """
+    from http import HTTPStatus
+
     from lookcloser import http_client
     from lookcloser.eval.loaders import EvalError
 
+    url = http_client.api_url(base, "models")
+    name = cfg.served_model_name
     with http_client.client(min(10.0, cfg.request_timeout)) as http:
-        request = http.build_request("GET", http_client.api_url(base, "models"),
-                                     headers=http_client.bearer(cfg.api_key_env))
+        request = http.build_request("GET", url, headers=http_client.bearer(cfg.api_key_env))
         try:
             reply = http_client.send(http, request, retries=0, backoff=0.0)
+            status = reply.status_code
         except http_client.RequestFailed as err:
-            raise EvalError(f"cannot reach the endpoint {base} ({err.why}): is the server up?") from err
-    if cfg.served_model_name:
-        return cfg.served_model_name
+            if err.status is None:
+                raise EvalError(f"cannot reach the endpoint {base} ({err.why}): is the server up?") from err
+            status = err.status
     try:
-        return str(reply.json()["data"][0]["id"])
-    except Exception as err:  # noqa: BLE001 - listing models is optional in the API
-        logger.warning("could not list the endpoint's models (%s); requesting model 'default'", type(err).__name__)
-        return "default"
+        models = [str(m["id"]) for m in reply.json()["data"]] if status == 200 else None
+    except Exception:  # noqa: BLE001 - a reply that is no model list: treated as no list
+        models = None
+    if name:
+        if models and name not in models:
+            raise EvalError(f"--served_model_name {name}: the endpoint {base} serves {', '.join(models)} "
+                            f"(GET {url})")
+        return name
+    if models is None:
+        try:
+            what = "no model list" if status == 200 else f"HTTP {status} {HTTPStatus(status).phrase}"
+        except ValueError:  # a status outside the standard's
+            what = f"HTTP {status}"
+        raise EvalError(f"GET {url} answered {what}: name the served model with --served_model_name NAME")
+    if not models:
+        raise EvalError(f"the endpoint {base} lists no models (GET {url}): name the served model with "
+                        "--served_model_name NAME")
+    return models[0]
 
 
 def build_policy(cfg: EvalConfig):

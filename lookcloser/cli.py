@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import os
 import shlex
-import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import NoReturn
 
 from lookcloser.errors import UserError
@@ -50,48 +48,29 @@ def command_line(prog: str | None = None, argv: Sequence[str] | None = None) -> 
     return " ".join([prog, *map(shlex.quote, sys.argv[1:] if argv is None else argv)])
 
 
-def _launcher_pid() -> int | None:
-    """The ``accelerate launch`` process that started this one, if any (Linux /proc)."""
-    ppid = os.getppid()
-    try:
-        argv = Path(f"/proc/{ppid}/cmdline").read_bytes().decode(errors="replace").split("\0")
-    except OSError:
-        return None
-    joined = " ".join(argv)
-    if "accelerate" not in joined or "launch" not in argv:
-        return None
-    script = next((i for i, a in enumerate(argv) if a.endswith(".py") and "accelerate" not in a), len(argv))
-    quiet = {"-q", "--quiet"} & set(argv[:script])
-    return None if quiet else ppid  # `accelerate launch -q` exits 1 without a traceback by itself
-
-
 def _first_rank() -> bool:
     return os.environ.get("LOCAL_RANK", "0") == "0" and os.environ.get("RANK", "0") == "0"
 
 
 def report_error(message: object) -> int:
-    """Print one ``error:`` line (first rank only) and return the exit status 2 -- also under
-    ``accelerate launch``, where the launcher is ended first (it never returns then).
+    """Print one ``error:`` line (first rank only) and return the exit status 2.
 
-    Why the launcher is ended: ``accelerate launch`` answers any non-zero exit with an 11-line
-    ``CalledProcessError`` traceback printed after ours, so the useful line would not be what the
-    user sees last. Every rank hits the same mistake, so the launcher has nothing left to do; the
-    shell then reports it as killed (status 137). ``LOOKCLOSER_KEEP_LAUNCHER=1`` turns this off.
+    Under ``accelerate launch`` the launcher, not this process, sets the shell's status, and no child
+    can change how it ends (accelerate 1.15, ``commands/launch.py``: one process raises
+    ``CalledProcessError`` on any non-zero status, or exits 1 with ``-q``; several go through
+    torchrun, which raises ``ChildFailedError``). So the docs run one process as ``python
+    train/...`` and several with ``accelerate launch -q``; ending the launcher ourselves (what this
+    did before) made the shell print ``Killed`` and status 137.
     """
     line = "error: " + " ".join(str(message).split())
-    launcher = _launcher_pid() if os.environ.get("LOOKCLOSER_KEEP_LAUNCHER") != "1" else None
+    several = int(os.environ.get("WORLD_SIZE", "1")) > 1
     if not _first_rank():
-        if launcher is not None:
-            time.sleep(10)  # stay quiet: a rank that exits first makes the launcher stop every rank, loudly
-            os._exit(USER_ERROR_STATUS)
+        if several:
+            time.sleep(10)  # stay quiet: the rank that exits first is the one the launcher reports
         return USER_ERROR_STATUS
-    if launcher is not None and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+    if several:
         time.sleep(1.5)  # the other ranks reach the same mistake: let their start-up lines come first
     print(line, file=sys.stderr, flush=True)
-    if launcher is not None:
-        sys.stdout.flush()
-        os.kill(launcher, signal.SIGKILL)
-        os._exit(USER_ERROR_STATUS)
     return USER_ERROR_STATUS
 
 

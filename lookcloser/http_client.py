@@ -38,9 +38,9 @@ logging.getLogger("httpx2").setLevel(logging.WARNING)
 class RequestFailed(RuntimeError):
     """No usable reply after every attempt; ``why`` says what the last attempt got."""
 
-    def __init__(self, attempts: int, why: str) -> None:
+    def __init__(self, attempts: int, why: str, status: int | None = None) -> None:
         super().__init__(f"request failed after {attempts} attempt{'s' if attempts > 1 else ''} ({why})")
-        self.why = why
+        self.why, self.status = why, status  # status: the last reply's HTTP status (None: no reply)
 
 
 def client(timeout: float) -> httpx2.Client:
@@ -117,10 +117,12 @@ def _wait(outcome: httpx2.Response | Exception, attempt: int, retries: int, back
         if outcome.status_code != 429 and outcome.status_code < 500:
             return None
         why, asked = f"HTTP {outcome.status_code}", _retry_after(outcome.headers.get("Retry-After"))
+        status = outcome.status_code
     else:
         why, asked = f"{type(outcome).__name__}: {outcome}" if str(outcome) else type(outcome).__name__, None
+        status = None
     if attempt >= retries:
-        raise RequestFailed(retries + 1, why)
+        raise RequestFailed(retries + 1, why, status)
     return backoff * 2 ** attempt if asked is None else asked
 
 

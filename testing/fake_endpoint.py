@@ -11,6 +11,11 @@ so a script can fail the first tries and then succeed. A reply is a dict:
 - ``{"raw": b"..."}``: these bytes as the whole reply, then close (a malformed reply)
 - ``{"sleep": seconds, ...}``: wait first (longer than the client's timeout: a timeout)
 
+``models`` is what ``GET /v1/models`` answers: the listed model ids (empty: an empty list), or an
+HTTP status (``transformers serve`` has answered 500 there). ``serves``: the one model the server
+is pinned to; a chat request for another gets HTTP 400 with the server's message, as ``transformers
+serve`` answers (vLLM: 404).
+
 The server records each request's target (``targets``: path and query) and ``Authorization``
 header (``authorizations``), and counts requests, connections, the most requests in flight at
 once, and ``busy_seconds`` (the sum of every request's time in the server): over a stretch of wall
@@ -97,7 +102,11 @@ class _Connection(asyncio.Protocol):
         if method == "POST":
             self.endpoint._post(self, body)
         elif method == "GET" and path.partition("?")[0].rstrip("/").endswith("/models"):
-            self.send(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+            models = self.endpoint.models
+            if isinstance(models, int):
+                self.send(models, {"error": {"message": "scripted failure"}})
+            else:
+                self.send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in models]})
         else:
             self.send(404, {"error": "not found"})
 
@@ -118,8 +127,10 @@ class _Connection(asyncio.Protocol):
 class FakeEndpoint:
     """Context manager running the scripted server; ``url`` is its ``/v1`` base."""
 
-    def __init__(self, respond: Callable[[dict, int], dict], delay: float = 0.0, ssl_context=None) -> None:
+    def __init__(self, respond: Callable[[dict, int], dict], delay: float = 0.0, ssl_context=None,
+                 models: tuple[str, ...] | int = ("fake-model",), serves: str | None = None) -> None:
         self.respond, self.delay, self.ssl_context = respond, delay, ssl_context  # a context: https
+        self.models, self.serves = models, serves
         self.requests = 0
         self.targets: list[str] = []
         self.authorizations: list[str | None] = []
@@ -179,7 +190,11 @@ class FakeEndpoint:
             request = json.loads(body)
             key = hashlib.sha1(conversation_key(request).encode()).hexdigest()
             self.attempts[key] += 1
-            reply = self.respond(request, self.attempts[key])
+            if self.serves is not None and request.get("model") != self.serves:
+                reply = {"status": 400, "message": f"model {request.get('model')!r} is not served here "
+                                                    f"(this server serves {self.serves!r})"}
+            else:
+                reply = self.respond(request, self.attempts[key])
         except Exception:  # a broken script or request: the client sees a dropped connection
             logger.exception("the fake endpoint could not answer")
             request, reply = {}, {"drop": True}
@@ -192,7 +207,7 @@ class FakeEndpoint:
                     conn.transport.write(reply.get("raw", b""))
                     conn.transport.close()
             elif reply.get("status", 200) != 200:
-                conn.send(reply["status"], {"error": {"message": "scripted failure"}})
+                conn.send(reply["status"], {"error": {"message": reply.get("message", "scripted failure")}})
             else:
                 message = {"role": "assistant", "content": reply.get("content", "")}
                 if reply.get("tool_calls"):

@@ -169,7 +169,7 @@ def test_resume_continues_after_an_interrupted_run(fixtures, tmp_path):
         asked.append(item.id)
         return {"content": gold_response(item)}
 
-    with FakeEndpoint(respond) as endpoint:
+    with FakeEndpoint(respond, models=("fake-model", "another-model")) as endpoint:
         cfg.model = endpoint.url
         evaluate(cfg)  # a first run that stopped after 9 items...
         path = tmp_path / "out" / "imagemining" / "predictions.jsonl"

@@ -26,7 +26,7 @@ def _args(*argv: str):
 
 # -- recipes and data --
 
-@pytest.mark.parametrize("recipe", ["grpo_synthetic", "grpo_mir_hard", "grpo_disbench"])
+@pytest.mark.parametrize("recipe", ["grpo_synthetic", "grpo_disbench"])
 def test_recipes_parse(recipe):
     extra = []
     if recipe == "grpo_disbench":  # its data (/data/DISBench) is not on this machine: the bundled fixture's layout

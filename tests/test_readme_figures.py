@@ -1,6 +1,6 @@
 """The README's quickstart figures are what the quickstart gives (slow): its commands, run in the order shown.
 
-The main job (``accelerate launch train/sft.py recipes/mir_stage1.yaml``, here into a temporary folder),
+The main job (``python train/sft.py recipes/mir_stage1.yaml``, here into a temporary folder),
 the held-out MIR records (``python -m data_builders heldout ... --benchmarks mir``), and the README's
 four evaluations, each into its own ``--out`` as the README writes them (so they do not clash). The
 test reads the table the README prints and asks for the same four percentages, to one decimal.
@@ -38,8 +38,8 @@ def test_readme_commands_give_the_readme_figures(tmp_path):
     from lookcloser.eval.__main__ import main as evaluate
 
     ckpt, held_out = tmp_path / "mir_stage1", tmp_path / "held_out"
-    subprocess.run([sys.executable, "-m", "accelerate.commands.accelerate_cli", "launch", "train/sft.py",
-                    "recipes/mir_stage1.yaml", "--output_dir", str(ckpt)], cwd=REPO, check=True)
+    subprocess.run([sys.executable, "train/sft.py", "recipes/mir_stage1.yaml", "--output_dir", str(ckpt)], cwd=REPO,
+                   check=True)
     subprocess.run([sys.executable, "-m", "data_builders", "heldout", "--out", str(held_out), "--seed", "7007",
                     "--benchmarks", "mir"], cwd=REPO, check=True)
     measured = {}

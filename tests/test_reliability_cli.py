@@ -185,7 +185,8 @@ def test_data_builders_help_lists_every_flag_and_no_abbreviation(capsys):
         with pytest.raises(SystemExit) as exit_info:
             main([command, "--help"])
         text = capsys.readouterr().out
-        assert exit_info.value.code == 0 and "--on_error {fail,skip}" in text and "--max_pixels" in text
+        builds = spec.main is None  # a builder of records (heldout generates, with a main of its own)
+        assert exit_info.value.code == 0 and (not builds or "--on_error {fail,skip}" in text and "--max_pixels" in text)
         assert all(f"--{f.name}" in text for f in dataclasses.fields(spec.arguments) if f.init)
     canvas = ["synthetic", _SAMPLE, "--count", "2", "--out", "o"]
     for typo, near in (("--canvas", "--canvas_size"), ("--canvas-siz", "--canvas-size"), ("--on-eror", "--on-error")):

@@ -53,7 +53,10 @@ def check_training(training_args, model_args, planned: Iterable[str | Path] = ()
 
 
 def check_sft(script_args, training_args, model_args, planned: Iterable[str | Path] = ()) -> None:
+    from lookcloser.train.entry import check_output_dir
+
     check_training(training_args, model_args, planned)
+    check_output_dir(script_args, training_args, model_args)
     if not script_args.dataset_path and not script_args.dataset_name:
         raise RecipeError("set `dataset_path` (local data) or `dataset_name` (a hub data set) in the recipe")
     check_path("dataset_path", script_args.dataset_path, "any", planned)
@@ -69,9 +72,11 @@ def check_grpo(script_args, training_args, model_args, planned: Iterable[str | P
     from lookcloser.agent.environments import ENVIRONMENTS, check_tool_set
     from lookcloser.data_builders.synthetic import TASKS
     from lookcloser.rewards import REGISTRY
+    from lookcloser.train.entry import check_output_dir
     from lookcloser.train.grpo_lib.data import resolve_path
 
     check_training(training_args, model_args, planned)
+    check_output_dir(script_args, training_args, model_args)
     check_names("reward_funcs", script_args.reward_funcs, sorted(REGISTRY))
     weights = training_args.reward_weights
     if weights is not None and len(weights) != len(script_args.reward_funcs):

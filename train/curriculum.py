@@ -199,7 +199,7 @@ def check_stages(stages: list[Stage], recipe_path: str | Path = "the curriculum 
         except ModuleNotFoundError as err:
             raise CurriculumError(f"stage {stage.name!r}: script {stage.script} not found (train/sft.py, train/grpo.py "
                                   "and train/grpo_tasks.py are stage scripts)") from err
-        recipe = Recipe.of(stage.config, str(recipe_path))
+        recipe = Recipe.of(_owned_folder(stage), str(recipe_path))
         try:
             module.parse_args(CommandLine(recipe, ()), planned=[s.output_dir for s in stages[:k]])
         except UserError as err:
@@ -287,6 +287,16 @@ def _module_name(script: str) -> str:
 
 
 STARTED = "stage_started.json"
+TRAINING_SCRIPTS = ("lookcloser.train.sft", "lookcloser.train.grpo")
+
+
+def _owned_folder(stage: Stage) -> dict:
+    """The stage's config as its script gets it: the curriculum decides when a stage trains again into
+    its folder (its inputs changed), so a training script's another-run check gives way to it."""
+    config = dict(stage.config)
+    if _module_name(stage.script) in TRAINING_SCRIPTS:
+        config["overwrite_output_dir"] = True
+    return config
 
 
 def run_stage(stage: Stage, launcher: str | None) -> None:
@@ -315,7 +325,7 @@ def _run_stage(stage: Stage, launcher: str | None) -> None:
         for old in stage.output_dir.glob("checkpoint-*"):  # trained from other inputs: never resume them
             shutil.rmtree(old, ignore_errors=True)
     started.write_text(json.dumps({"inputs": inputs}, indent=1), encoding="utf-8")
-    config = dict(stage.config)
+    config = _owned_folder(stage)
     checkpoint = _last_checkpoint(stage.output_dir)
     if checkpoint is not None:
         config["resume_from_checkpoint"] = str(checkpoint)
@@ -421,22 +431,6 @@ def _interrupted(stages: list[Stage], stage: Stage) -> Interrupted:
     return Interrupted(done + kept)
 
 
-def match_launcher_threads() -> None:
-    """Give in-process stages the thread settings ``accelerate launch`` gives its processes.
-
-    Why: accelerate sets OMP_NUM_THREADS (1 unless the user set it) before the script starts;
-    torch's own default (every core) made the GRPO stage 3.6x slower on the 2-core machine.
-    """
-    import os
-
-    if "LOCAL_RANK" in os.environ or "ACCELERATE_MIXED_PRECISION" in os.environ:
-        return  # started by a launcher: it already chose
-    threads = os.environ.setdefault("OMP_NUM_THREADS", "1")
-    import torch
-
-    torch.set_num_threads(max(1, int(threads)))
-
-
 def main(argv: list[str] | None = None) -> int:
     from lookcloser.cli import run as run_command
     from lookcloser.recipes import parse_flags
@@ -446,6 +440,8 @@ def main(argv: list[str] | None = None) -> int:
     def train(args: CurriculumArguments) -> None:
         recipe = load_recipe_mapping(Path(args.recipe), "curriculum recipe")
         if not recipe.get("launcher"):
+            from lookcloser.train.entry import match_launcher_threads
+
             match_launcher_threads()
         run(args.recipe, tuple(args.skip), args.dry_run, args.model, tuple(args.set), recipe=recipe)
 

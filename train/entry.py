@@ -4,10 +4,14 @@ on Ctrl-C remove what was half-made and say what was kept (``lookcloser.cli`` pr
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
+import os
 import shutil
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from lookcloser.cli import Interrupted
@@ -15,6 +19,83 @@ from lookcloser.cli import Interrupted
 # LoRA targets when a recipe sets use_peft but no lora_target_modules: every projection of the
 # language model's attention and MLP (PEFT knows no default for Qwen3-VL and would stop).
 DEFAULT_LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+# Fields that say where a run writes or reports, not what it trains: the same run may change them.
+NOT_RUN_SETTINGS = {"output_dir", "logging_dir", "resume_from_checkpoint", "overwrite_output_dir", "report_to",
+                    "run_name", "logging_steps", "save_steps", "save_strategy", "save_total_limit", "push_to_hub",
+                    "hub_model_id", "hub_token", "hub_strategy", "hub_private_repo"}
+
+
+@dataclass
+class OutputFolderArguments:
+    """Whether a run may write over another run's checkpoint (``check_output_dir``)."""
+
+    overwrite_output_dir: bool = field(
+        default=False,
+        metadata={"help": "Train into an output_dir that holds another run's checkpoint, replacing it (without it "
+                          "that is an error: another folder, or --resume_from_checkpoint to continue a run)."},
+    )
+    run_settings: dict | None = field(default=None, init=False, repr=False)  # as parsed; see run_settings()
+
+
+def run_settings(configs) -> dict:
+    """What a run trains with (every field of its configs but where it writes or reports), as JSON values:
+    recorded beside its checkpoint so that a later run into the same folder can tell itself from another."""
+    values = {}
+    for cfg in configs:
+        for f in dataclasses.fields(cfg):
+            if f.init and f.name not in NOT_RUN_SETTINGS:
+                values[f.name] = getattr(cfg, f.name)
+    return json.loads(json.dumps(values, sort_keys=True, default=str))
+
+
+def holds_checkpoint(folder: Path) -> bool:
+    """A finished checkpoint (a model or an adapter) or a Trainer checkpoint-N is in ``folder``."""
+    return folder.is_dir() and (any((folder / name).is_file() for name in ("config.json", "adapter_config.json"))
+                                or last_checkpoint(folder) is not None)
+
+
+def check_output_dir(script_args, training_args, model_args) -> None:
+    """A run never silently writes over another run's checkpoint: the folder must be empty, hold this
+    same run (the settings recorded in its ``lookcloser_run.json`` equal these: training again gives
+    the same checkpoint), or be resumed (``--resume_from_checkpoint``) or given up
+    (``--overwrite_output_dir true``). Sets ``script_args.run_settings`` (recorded when saved)."""
+    from lookcloser.errors import RecipeError
+    from lookcloser.train.run_records import read_run_record
+
+    script_args.run_settings = run_settings((script_args, training_args, model_args))
+    out = Path(training_args.output_dir or "").expanduser()
+    resume = training_args.resume_from_checkpoint
+    if script_args.overwrite_output_dir or (resume and str(resume).lower() != "false") or not holds_checkpoint(out):
+        return
+    recorded = read_run_record(out).get("settings")
+    if recorded == script_args.run_settings:
+        return
+    if isinstance(recorded, dict):
+        changed = sorted(k for k in set(recorded) | set(script_args.run_settings)
+                         if recorded.get(k) != script_args.run_settings.get(k))
+        what = f"trained with other settings ({', '.join(changed[:4])}{', ...' if len(changed) > 4 else ''})"
+    else:
+        what = "not written by this command"
+    raise RecipeError(f"output_dir: {out} holds another run's checkpoint ({what}); give another --output_dir, "
+                      "--overwrite_output_dir true to replace it, or --resume_from_checkpoint to continue it")
+
+
+def match_launcher_threads() -> None:
+    """Give a run started without a launcher (``python train/sft.py``, a curriculum's in-process stage)
+    the threads ``accelerate launch`` gives its processes: ``OMP_NUM_THREADS``, 1 when unset.
+
+    Why: torch's own default (one thread per core) oversubscribes a shared CPU: OpenMP threads spin
+    waiting for each other (a GRPO stage 3.6x, a loaded 2-core machine's SFT steps up to 40x slower).
+    ``OMP_NUM_THREADS=N python train/sft.py ...`` uses N.
+    """
+    if "LOCAL_RANK" in os.environ or "ACCELERATE_MIXED_PRECISION" in os.environ:
+        return  # started by a launcher: it already chose
+    threads = os.environ.setdefault("OMP_NUM_THREADS", "1")
+    import torch
+
+    torch.set_num_threads(max(1, int(threads)))
 
 
 def peft_config(model_args):

@@ -1,9 +1,8 @@
 """GRPO with multi-turn tool use on images, rewarded by the benchmarks' own scorers.
 
-    accelerate launch train/grpo.py recipes/grpo_synthetic.yaml
-    accelerate launch --config_file accelerate_configs/zero3.yaml train/grpo.py recipes/grpo_mir_hard.yaml \
-        --model_name_or_path outputs/mir_curriculum/mir_stage4 --dataset_path /data/MIR/hard.json \
-        --images_root /data/MIR/images
+    python train/grpo.py recipes/grpo_synthetic.yaml
+    accelerate launch --config_file accelerate_configs/zero3.yaml train/grpo.py recipes/mir_curriculum_grpo.yaml \
+        --model_name_or_path outputs/mir_curriculum/sft --dataset_path outputs/mir_curriculum/grpo_data
 
 The policy talks to one of the agent's environments (``environment: tir_bench`` -> the image
 tools) through TRL's ``environment_factory``; rewards come from the ``rewards`` registry by name
@@ -24,7 +23,14 @@ from trl import ModelConfig, ScriptArguments
 
 from lookcloser.data_builders.synthetic import SyntheticConfig
 from lookcloser.recipes import RecipeError, RecipeRecord
-from lookcloser.train.entry import model_and_processor, peft_config, removed_when_interrupted, train_and_save
+from lookcloser.train.entry import (
+    OutputFolderArguments,
+    match_launcher_threads,
+    model_and_processor,
+    peft_config,
+    removed_when_interrupted,
+    train_and_save,
+)
 from lookcloser.train.fused_kernels import FusedKernelsArguments, apply_fused_kernels
 from lookcloser.train.grpo_lib.trainer import LookcloserGRPOConfig
 from lookcloser.train.wandb_logging import DashboardArguments, add_wandb_dashboards
@@ -34,7 +40,8 @@ PER_ROW = "per_row"  # `environment: per_row`: each row's `environment` column n
 
 
 @dataclass
-class GRPOScriptArguments(FusedKernelsArguments, ScriptArguments, DashboardArguments, RecipeRecord):
+class GRPOScriptArguments(FusedKernelsArguments, ScriptArguments, DashboardArguments, OutputFolderArguments,
+                          RecipeRecord):
     """Data, environment and rewards. With neither ``dataset_path`` nor ``dataset_name``, synthetic
     tool tasks are generated on the fly (``synthetic_*``)."""
 
@@ -244,7 +251,7 @@ def main(script_args: GRPOScriptArguments, training_args: LookcloserGRPOConfig, 
     if trainer.accelerator.is_main_process:
         from lookcloser.train.run_records import record_run
 
-        record_run(trainer, out, model_args)
+        record_run(trainer, out, model_args, script_args.run_settings)
         write_prompting_record(script_args, out, model_args.model_name_or_path, trainer.train_dataset)
     return out
 
@@ -312,4 +319,5 @@ if __name__ == "__main__":
 
     from lookcloser.cli import run
 
+    match_launcher_threads()  # plain `python train/...` gets the threads `accelerate launch` would give
     sys.exit(run(main, parse_args))

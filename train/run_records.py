@@ -83,8 +83,10 @@ def run_identity() -> dict | None:
             "name": run.name, "url": url}
 
 
-def record_run(trainer, output_dir: str | Path, model_args) -> None:
-    """Finish the checkpoint in ``output_dir`` (main process only): adapter base name, chart, run record."""
+def record_run(trainer, output_dir: str | Path, model_args, settings: dict | None = None) -> None:
+    """Finish the checkpoint in ``output_dir`` (main process only): adapter base name, chart, run record
+    (``settings``: what the run trained with, ``train.entry.run_settings``: a later run into the folder
+    compares its own)."""
     from lookcloser.agent.models import name_adapter_base
     from lookcloser.train.curves import CHART_FILE, plot
 
@@ -98,7 +100,7 @@ def record_run(trainer, output_dir: str | Path, model_args) -> None:
     except Exception as err:  # noqa: BLE001 - a chart must never cost a trained checkpoint
         logger.warning("could not draw %s: %r", output_dir / CHART_FILE, err)
     record = {"base_model": base_model_of(start), "start_model": start, "kind": kind.lower(),
-              "wandb": run_identity(), "curriculum": curriculum_info() or None}
+              "wandb": run_identity(), "curriculum": curriculum_info() or None, "settings": settings}
     text = json.dumps(record, indent=1) + "\n"
     for folder in (output_dir, output_dir / "merged"):
         if (folder / "config.json").is_file() or (folder / "adapter_config.json").is_file():

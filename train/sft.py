@@ -1,6 +1,6 @@
 """Supervised fine-tuning of a vision-language model on staged MIR (or any TRL-conversational) data.
 
-    accelerate launch train/sft.py recipes/mir_stage1.yaml
+    python train/sft.py recipes/mir_stage1.yaml
     accelerate launch --config_file accelerate_configs/zero3.yaml train/sft.py recipes/mir_stage1.yaml \
         --model_name_or_path Qwen/Qwen3-VL-8B-Instruct --dataset_path /data/MIR/all_data_rel.json \
         --images_root /data/MIR/images
@@ -19,7 +19,14 @@ from pathlib import Path
 from trl import ModelConfig, ScriptArguments, SFTConfig
 
 from lookcloser.recipes import RecipeError, RecipeRecord
-from lookcloser.train.entry import model_and_processor, peft_config, removed_when_interrupted, train_and_save
+from lookcloser.train.entry import (
+    OutputFolderArguments,
+    match_launcher_threads,
+    model_and_processor,
+    peft_config,
+    removed_when_interrupted,
+    train_and_save,
+)
 from lookcloser.train.fused_kernels import FusedKernelsArguments, apply_fused_kernels
 from lookcloser.train.wandb_logging import DashboardArguments, add_wandb_dashboards
 
@@ -27,7 +34,8 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass
-class SFTScriptArguments(FusedKernelsArguments, ScriptArguments, DashboardArguments, RecipeRecord):
+class SFTScriptArguments(FusedKernelsArguments, ScriptArguments, DashboardArguments, OutputFolderArguments,
+                         RecipeRecord):
     """Where the data comes from. ``dataset_path`` covers local files; ``dataset_name`` a hub id."""
 
     dataset_path: str | None = field(
@@ -186,7 +194,7 @@ def main(script_args: SFTScriptArguments, training_args: SFTConfig, model_args: 
         )
         from lookcloser.train.run_records import record_run
 
-        record_run(trainer, out, model_args)
+        record_run(trainer, out, model_args, script_args.run_settings)
 
         mir_json = (script_args.dataset_path or "").endswith(".json")
         write_prompting(out, prompting_of(trainer.train_dataset[0], script_args.mir_stage if mir_json else None),
@@ -211,4 +219,5 @@ if __name__ == "__main__":
 
     from lookcloser.cli import run
 
+    match_launcher_threads()  # plain `python train/...` gets the threads `accelerate launch` would give
     sys.exit(run(main, parse_args))
