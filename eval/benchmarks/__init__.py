@@ -62,6 +62,7 @@ class BenchmarkSpec:
         max_turns: Default turns of an episode.
         environment: Its environment in ``agent.environments.ENVIRONMENTS`` (its tools).
         prepare_source: Where ``python -m eval prepare`` downloads it (``hf:OWNER/REPO`` or ``git:URL``).
+        corpus_beside: A search corpus file beside the data that eval uses when ``--search_corpus`` is unset.
         arrange: ``arrange(folder)`` after the download: puts it in the layout ``load`` reads (None: as shipped).
         write_fixture: ``write_fixture(folder)``: a small generated copy in the official layout.
         report: Its metrics and what the reports show (``reports`` adds other tables, e.g. a retriever's).
@@ -100,6 +101,7 @@ class BenchmarkSpec:
     protocol: str = ""
     summarize: Callable[[dict], None] | None = None
     arrange: Callable[[Path], None] | None = None
+    corpus_beside: str | None = None
 
 
 def _discover() -> dict[str, BenchmarkSpec]:

@@ -22,4 +22,4 @@ SPEC = BenchmarkSpec(
     max_turns=16, environment="imagemining", prepare_source="hf:zai-org/ImageMining",
     arrange=_arrange, write_fixture=fixtures.write_imagemining,
     report=Report(published={"note": "ImageMining publishes no scorer; lookcloser's normalized exact match."}),
-    aliases=("image_mining",))
+    corpus_beside="search_corpus.jsonl", aliases=("image_mining",))
