@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from lookcloser.agent.environments import ENVIRONMENTS
+from lookcloser.agent.environments import BENCHMARK_OF_ENVIRONMENT, ENVIRONMENTS
 from lookcloser.data_builders.heldout import GENERATED, check_benchmarks
 from lookcloser.eval import compare, prepare, report
 from lookcloser.eval.benchmarks import SPECS, spec
@@ -29,8 +29,9 @@ def test_the_two_halves_of_every_spec_agree():
     for name, s in SPECS.items():
         assert s.scorer is SCORERS[s.scorer.name], name
         assert spec(name.upper().replace("_", "-")) is s
-    # every scorer is some benchmark's (no orphan data_source)
+    # every scorer is some benchmark's (no orphan data_source), every environment's benchmark is scored
     assert {s.scorer.name for s in SPECS.values()} == set(SCORERS)
+    assert set(BENCHMARK_OF_ENVIRONMENT.values()) <= set(SCORERS)
     with pytest.raises(KeyError, match="unknown benchmark 'nope'"):
         spec("nope")
 

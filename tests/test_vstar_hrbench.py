@@ -96,6 +96,9 @@ def test_hrbench_8k_image_size_and_bad_row(tmp_path):
     tsv.write_text("\n".join(lines) + "\n")
     with pytest.raises(RecordError, match=r"hr_bench_8k.tsv.*'1'.*category"):
         load_benchmark("hrbench_8k", root)
+    tsv.unlink()
+    with pytest.raises(RecordError, match=r"hr_bench_8k.tsv.*file not found"):
+        load_benchmark("hrbench_8k", root)
 
 
 def test_rewards_for_grpo_and_verl():

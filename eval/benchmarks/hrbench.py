@@ -70,6 +70,8 @@ def _item(name: str, root: Path, source: Path, row: dict, images: Path, check_im
 def _loader(name: str):
     def load(root: Path, *, check_images: bool = True, limit: int | None = None, strict: bool = True, **_):
         source = root / SPECS_BY_NAME[name].data_file
+        if not source.is_file():
+            raise RecordError(source, None, None, "file not found (HR-Bench: hr_bench_4k.tsv / hr_bench_8k.tsv)")
         csv.field_size_limit(sys.maxsize)  # an 8K image is one base64 field of megabytes
         items = []
         with open(source, newline="", encoding="utf-8") as f:
