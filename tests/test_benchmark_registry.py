@@ -4,6 +4,7 @@ serve every registered benchmark (eval/benchmarks/, rewards/benchmarks/, data_bu
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -70,3 +71,15 @@ def test_every_consumer_serves_the_benchmark(name, fixtures):
     assert prepare.parse_sources([f"{name}=hf:someone/copy"])[name] == "hf:someone/copy"
     assert name in GENERATED
     check_benchmarks([name])
+
+
+def test_a_cached_fixture_folder_gets_a_newly_registered_benchmark(tmp_path):
+    from lookcloser.eval.fixtures import ensure_fixtures
+
+    root = ensure_fixtures(tmp_path / "fx")
+    newest = list(SPECS)[-1]
+    kept = (root / "mir" / "all_data_rel.json").stat().st_mtime_ns
+    shutil.rmtree(root / newest)  # as a copy cached before that benchmark was registered
+    ensure_fixtures(root)
+    assert load_benchmark(newest, find_benchmark_dir(newest, root))
+    assert (root / "mir" / "all_data_rel.json").stat().st_mtime_ns == kept  # the others are not rewritten
