@@ -29,7 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 HELDOUT_SEEDS = range(1000, 10000)
-GENERATED = ("tir_bench", "mir", "disbench", "imagemining")
+from lookcloser.data_builders.scenes import WRITERS as SCENE_WRITERS
+
+# Written by default: the four benchmarks the curriculum trains for; the other benchmarks' generators
+# (data_builders/scenes/) on request.
+DEFAULT_GENERATED = ("tir_bench", "mir", "disbench", "imagemining")
+GENERATED = (*DEFAULT_GENERATED, *SCENE_WRITERS)
 # The embedded default's pixel budget (128 x 128): visual_search sizes its canvas so that the target is
 # unreadable without the crop at the resolution the model sees. A larger model: pass its processor's.
 DEFAULT_MODEL_PIXELS = 128 * 128
@@ -85,7 +90,7 @@ def write_tir_bench(out: Path, seed: int, count: int, tasks: tuple[str, ...], so
     return out
 
 
-def write_heldout(out_dir: str | Path, seed: int, benchmarks: tuple[str, ...] = GENERATED, *,
+def write_heldout(out_dir: str | Path, seed: int, benchmarks: tuple[str, ...] = DEFAULT_GENERATED, *,
                   mir_per_family: int = 16, tir_count: int = 60, tir_tasks: tuple[str, ...] | None = None,
                   model_pixels: int = DEFAULT_MODEL_PIXELS, disbench_count: int = 60,
                   imagemining_count: int = 60) -> dict[str, Path]:
@@ -119,6 +124,9 @@ def write_heldout(out_dir: str | Path, seed: int, benchmarks: tuple[str, ...] = 
 
             write_imagemining(work / "imagemining", seed, imagemining_count, worlds=1)
             written["imagemining"] = work / "imagemining"
+        for name in benchmarks:
+            if name in SCENE_WRITERS:
+                written[name] = SCENE_WRITERS[name](work / name, seed)
         for name, folder in written.items():
             target = out / name
             shutil.rmtree(target, ignore_errors=True)
@@ -149,7 +157,8 @@ class HeldoutArguments:
 
     out: str = field(metadata={"help": "folder for OUT/tir_bench, OUT/mir, OUT/disbench, OUT/imagemining"})
     seed: int = field(metadata={"help": f"a held-out seed, {HELDOUT_SEEDS.start}-{HELDOUT_SEEDS.stop - 1}"})
-    benchmarks: list[str] = field(default_factory=lambda: list(GENERATED))
+    benchmarks: list[str] = field(default_factory=lambda: list(DEFAULT_GENERATED), metadata={
+        "help": f"any of {', '.join(GENERATED)}"})
     mir_per_family: int = field(default=16, metadata={"help": "MIR records per question family (4 families)"})
     tir_count: int = field(default=60, metadata={"help": "TIR tasks, cycling through --tir_tasks"})
     tir_tasks: list[str] | None = field(default=None, metadata={"help": "default: every synthetic task kind"})

@@ -1,4 +1,4 @@
-"""Checkpoints side by side on the four benchmarks: one table, one chart.
+"""Checkpoints side by side on the registered benchmarks (``eval.benchmarks``): one table, one chart.
 
     python -m eval compare outputs/eval_sft outputs/eval_grpo=GRPO --out outputs/comparison
 
@@ -21,12 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from lookcloser.eval.benchmarks import SPECS
+
 logger = logging.getLogger(__name__)
 
-# (benchmark, headline metric, metric shown beside it)
-COLUMNS = (("tir_bench", "accuracy", None), ("mir", "accuracy", None), ("disbench", "f1", "em"),
-           ("imagemining", "accuracy", None))
-TITLES = {"tir_bench": "TIR-Bench acc", "mir": "MIR acc", "disbench": "DISBench F1", "imagemining": "ImageMining acc"}
+# (benchmark, headline metric, metric shown beside it), one per registered benchmark (its spec's ``compare``)
+COLUMNS = tuple((name, *spec.compare) for name, spec in SPECS.items())
+TITLES = {name: spec.title for name, spec in SPECS.items()}
 
 
 def _row(label: str, metrics: dict) -> dict:
@@ -39,7 +40,7 @@ def _row(label: str, metrics: dict) -> dict:
                  "answer_prior": m.get("answer_prior")}
         if beside:
             entry[beside] = m["overall"][beside]
-        if bench == "tir_bench":
+        if SPECS[bench].compare_per_task:
             entry["per_task"] = {task: g[metric] for task, g in m.get("groups", {}).get("task", {}).items()}
         if m.get("agent", {}).get("tool_success_rate") is not None:
             entry["tool_success"] = m["agent"]["tool_success_rate"]
@@ -66,8 +67,9 @@ def _cell(entry: dict | None, bench: str) -> str:
     if entry is None:
         return "—"
     text = f"{entry['value']:.3f}"
-    if bench == "disbench":
-        text += f" (EM {entry['em']:.3f})"
+    beside = SPECS[bench].compare[1]
+    if beside:
+        text += f" ({beside.upper()} {entry[beside]:.3f})"
     if entry.get("per_task") and len(entry["per_task"]) > 1:
         text += " (" + ", ".join(f"{task} {v:.2f}" for task, v in sorted(entry["per_task"].items())) + ")"
     if entry.get("n_failed"):

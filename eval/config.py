@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from lookcloser.checks import check_names, check_output_folder, check_range, did_you_mean
-from lookcloser.eval.loaders import BENCHMARKS, EvalError
+from lookcloser.eval.benchmarks import BENCHMARKS, DEFAULT_BENCHMARKS, SPECS
+from lookcloser.eval.loaders import EvalError
 
 # Turn budgets per benchmark when ``max_turns`` is not set (DISBench's agent: up to 30, docs/formats.md §4).
-DEFAULT_MAX_TURNS = {"tir_bench": 8, "mir": 4, "disbench": 30, "imagemining": 16}
+DEFAULT_MAX_TURNS = {name: spec.max_turns for name, spec in SPECS.items()}  # each spec's default turns
 
 
 @dataclass
@@ -18,11 +19,11 @@ class EvalConfig:
     model: str = field(default="", metadata={"help": "A checkpoint folder, a hub id, the reserved "
                                                      "lookcloser/tiny-qwen3-vl, or an OpenAI-compatible endpoint "
                                                      "URL (http://host:8000/v1)."})
-    benchmarks: str = field(default=",".join(BENCHMARKS), metadata={"help": "Comma-separated: "
-                                                                             + ", ".join(BENCHMARKS)})
+    benchmarks: str = field(default=",".join(DEFAULT_BENCHMARKS), metadata={"help": "Comma-separated: "
+                                                                                     + ", ".join(BENCHMARKS)})
     data_root: str | None = field(default=None, metadata={
         "help": "Folder holding the benchmarks (each in its official layout, directly or in a subfolder named "
-                "tir_bench/TIR-Bench, mir/MIR, disbench/DISBench, imagemining/ImageMining). Unset: bundled fixtures."})
+                + ", ".join("/".join(spec.folders) for spec in SPECS.values()) + "). Unset: bundled fixtures."})
     out: str = field(default="outputs/eval", metadata={"help": "Output folder (predictions, metrics, report)."})
     limit: int | None = field(default=None, metadata={"help": "Only the first N items of each benchmark."})
     resume: bool = field(default=True, metadata={"help": "Continue the predictions already in --out (only while "
@@ -119,10 +120,10 @@ class EvalConfig:
 def benchmark_names(text: str) -> list[str]:
     """A ``--benchmarks`` value as names, each checked.
 
-    >>> benchmark_names("mir,tir-bench")
+    >>> benchmark_names("mir,tir-bench")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    lookcloser.eval.loaders.EvalError: --benchmarks: unknown benchmark 'tir-bench'; did you mean tir_bench? (choose from tir_bench, mir, disbench, imagemining)
+    lookcloser.eval.loaders.EvalError: --benchmarks: unknown benchmark 'tir-bench'; did you mean tir_bench? (choose from tir_bench, mir, disbench, imagemining...)
     """
     names = [b.strip() for b in text.split(",") if b.strip()]
     for name in names or [text]:
@@ -151,8 +152,8 @@ class PrepareArguments:
     """Download the benchmarks' official files (``python -m eval prepare``)."""
 
     data_root: str = field(metadata={"help": "Each benchmark goes to DATA_ROOT/NAME."})
-    benchmarks: str = field(default=",".join(BENCHMARKS), metadata={"help": "Comma-separated: "
-                                                                             + ", ".join(BENCHMARKS)})
+    benchmarks: str = field(default=",".join(DEFAULT_BENCHMARKS), metadata={"help": "Comma-separated: "
+                                                                                     + ", ".join(BENCHMARKS)})
     source: list[str] = field(default_factory=list, metadata={
         "action": "extend", "help": "NAME=hf:OWNER/REPO or NAME=git:URL (repeatable; eval/prepare.py SOURCES: the "
                                     "defaults)"})

@@ -45,17 +45,34 @@ def ensure_fixtures(root: str | Path | None = None) -> Path:
                 shutil.rmtree(root, ignore_errors=True)
                 tmp.rename(root)
         shutil.rmtree(tmp, ignore_errors=True)
+    _add_missing(root)
     return root
 
 
 def write_fixtures(root: str | Path) -> Path:
+    """Every registered benchmark's fixture (its spec's ``write_fixture``) under ``root/<name>``."""
+    from lookcloser.eval.benchmarks import SPECS
+
     root = Path(root)
-    write_tir_bench(root / "tir_bench")
-    write_disbench(root / "disbench")
-    write_imagemining(root / "imagemining")
-    write_mir(root / "mir")
+    for name, spec in SPECS.items():
+        spec.write_fixture(root / name)
     (root / ".complete").write_text(VERSION + "\n")
     return root
+
+
+def _add_missing(root: Path) -> None:
+    """A benchmark registered after the cached copy was written gets its fixture beside the others."""
+    from lookcloser.eval.benchmarks import SPECS
+
+    for name, spec in SPECS.items():
+        if not (root / name).exists():
+            tmp = root / f".{name}.{os.getpid()}.tmp"
+            shutil.rmtree(tmp, ignore_errors=True)
+            spec.write_fixture(tmp)
+            try:
+                tmp.rename(root / name)
+            except OSError:  # another process wrote it first
+                shutil.rmtree(tmp, ignore_errors=True)
 
 
 def write_mir(folder: Path) -> Path:

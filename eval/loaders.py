@@ -1,4 +1,4 @@
-"""One loader interface over the four benchmarks' official on-disk layouts (spec: benchmarks.md).
+"""One loader interface over the benchmarks' official on-disk layouts (spec: benchmarks.md).
 
 ``load_benchmark(name, root)`` reads a benchmark folder exactly as its authors ship it and returns
 ``EvalItem``s: what the agent loop gets (``example``: the prompt and the environment's ``reset``
@@ -11,6 +11,9 @@ reported under (``tags``). Every problem is a ``RecordError`` naming file, recor
 | `mir`         | `all_data_rel.json` + images (relative to the folder or its `images/`)        |
 | `disbench`    | `queries.jsonl`, `metadata/{user}.jsonl`, `images/{user}/{photo}.jpg`         |
 | `imagemining` | `data.jsonl` + `images/`                                                      |
+
+Each benchmark's spec (``eval/benchmarks/<name>.py``) names its layout and loader; the four above are here,
+a newer benchmark's loader lives in its spec module.
 """
 
 from __future__ import annotations
@@ -30,13 +33,25 @@ from lookcloser.data_builders.records import (
 from lookcloser.data_builders.search_tasks import disbench_question
 from lookcloser.errors import UserError
 
-BENCHMARKS = ("tir_bench", "mir", "disbench", "imagemining")
-# Main data file of each layout: how a folder is recognised as that benchmark.
-DATA_FILES = {"tir_bench": "TIR-Bench.json", "mir": "all_data_rel.json", "disbench": "queries.jsonl",
-              "imagemining": "data.jsonl"}
-# Folder names tried under a shared --data_root (ours first, then the upstream spelling).
-FOLDER_NAMES = {"tir_bench": ("tir_bench", "TIR-Bench"), "mir": ("mir", "MIR"),
-                "disbench": ("disbench", "DISBench"), "imagemining": ("imagemining", "ImageMining")}
+
+def __getattr__(name: str):
+    """``BENCHMARKS`` (every registered name) and ``DATA_FILES``, read from ``eval.benchmarks`` when asked
+    (a module-level import would be circular: the specs name this module's loaders)."""
+    from lookcloser.eval import benchmarks
+
+    if name == "BENCHMARKS":
+        return benchmarks.BENCHMARKS
+    if name == "DATA_FILES":
+        return {n: s.data_file for n, s in benchmarks.SPECS.items()}
+    raise AttributeError(name)
+
+
+def _data_file(name: str) -> str:
+    from lookcloser.eval.benchmarks import SPECS
+
+    return SPECS[name].data_file
+
+
 # MIR's 12 subtasks in their 3 categories (docs/formats.md §1); keys are normalised subtask names.
 MIR_CATEGORIES = {
     **dict.fromkeys(("speed_comparison", "motion_detection", "cooking_process", "image_puzzle"), "Sequential"),
@@ -56,7 +71,7 @@ class EvalItem:
 
     Attributes:
         id: Unique within the benchmark (the record's own id, as a string).
-        benchmark: One of ``BENCHMARKS``.
+        benchmark: A name of ``eval.benchmarks.SPECS``.
         example: The row given to ``agent.loop.run_episodes``: ``question`` or ``prompt``, ``images``
             (absolute paths) and whatever the environment's ``reset`` needs (``user_id``, ``data_root``).
         gold: What ``eval.scoring`` passes to ``rewards/`` (e.g. the official TIR-Bench record).
@@ -109,14 +124,17 @@ def find_benchmark_dir(name: str, data_root: str | Path) -> Path:
     ...
     lookcloser.errors.RecordError: /nonexistent, field 'mir': no all_data_rel.json in /nonexistent or its subfolders mir/, MIR/
     """
+    from lookcloser.eval.benchmarks import SPECS
+
     root = Path(data_root)
-    subs = [root / sub for sub in FOLDER_NAMES[name]]
+    folders, data_file = SPECS[name].folders, SPECS[name].data_file
+    subs = [root / sub for sub in folders]
     nested = [child for sub in subs if sub.is_dir() for child in sorted(sub.iterdir()) if child.is_dir()]
     for candidate in (root, *subs, *nested):  # nested: a download that unpacked into its own folder
-        if (candidate / DATA_FILES[name]).is_file():
+        if (candidate / data_file).exists():  # a file, or a folder (V*'s direct_attributes/)
             return candidate
-    subs = ", ".join(f"{s}/" for s in FOLDER_NAMES[name])
-    raise RecordError(root, None, name, f"no {DATA_FILES[name]} in {root} or its subfolders {subs}")
+    subs = ", ".join(f"{s}/" for s in folders)
+    raise RecordError(root, None, name, f"no {data_file} in {root} or its subfolders {subs}")
 
 
 def load_benchmark(name: str, root: str | Path, *, check_images: bool = True, limit: int | None = None,
@@ -130,15 +148,15 @@ def load_benchmark(name: str, root: str | Path, *, check_images: bool = True, li
     the curriculum's reference context), ``search_corpus`` (ImageMining: an offline JSONL corpus
     for ``web_search``).
     """
-    loaders = {"tir_bench": load_tir_bench, "mir": load_mir, "disbench": load_disbench,
-               "imagemining": load_imagemining}
-    if name not in loaders:
-        raise EvalError(f"unknown benchmark {name!r}; choose from {', '.join(BENCHMARKS)}")
-    items = loaders[name](Path(root), check_images=check_images, limit=limit, strict=strict, **options)
+    from lookcloser.eval.benchmarks import SPECS
+
+    if name not in SPECS:
+        raise EvalError(f"unknown benchmark {name!r}; choose from {', '.join(SPECS)}")
+    items = SPECS[name].load(Path(root), check_images=check_images, limit=limit, strict=strict, **options)
     seen: set[str] = set()
     for k, item in enumerate(items):
         if item.id in seen:
-            err = RecordError(Path(root) / DATA_FILES[name], item.id, "id", "duplicate id")
+            err = RecordError(Path(root) / _data_file(name), item.id, "id", "duplicate id")
             if strict:
                 raise err
             items[k] = item = _bad_item(name, f"{item.id} (#{k})", err)
@@ -169,7 +187,7 @@ def _image(root: Path, rel: str, source: Path, rid: object, field_name: str, che
 
 def load_tir_bench(root: Path, *, check_images: bool = True, limit: int | None = None, strict: bool = True,
                    **_) -> list[EvalItem]:
-    source = root / DATA_FILES["tir_bench"]
+    source = root / _data_file("tir_bench")
     items = []
     for record, rid, catch in _each_record("tir_bench", read_json_records(source)[:limit], strict):
         with catch:
@@ -245,7 +263,7 @@ def load_mir(root: Path, *, check_images: bool = True, limit: int | None = None,
     if mir_prompt_stage not in (0, 1, 2, 3):
         raise EvalError(f"mir_prompt_stage must be 0 (benchmark prompt) or 1-3 (with reference context), "
                          f"got {mir_prompt_stage}")
-    source = root / DATA_FILES["mir"]
+    source = root / _data_file("mir")
     raw = read_json_records(source)[:limit]
     images_root = _mir_images_root(root, raw)
     checked: dict = {}
@@ -289,7 +307,7 @@ def _photo_ids(root: Path, user: str, source: Path, rid: object, cache: dict) ->
 
 def load_disbench(root: Path, *, check_images: bool = True, limit: int | None = None, strict: bool = True,
                   **_) -> list[EvalItem]:
-    source = root / DATA_FILES["disbench"]
+    source = root / _data_file("disbench")
     users: dict[str, set[str]] = {}
     items = []
     for record, rid, catch in _each_record("disbench", list(iter_jsonl(source))[:limit], strict):
@@ -342,7 +360,7 @@ def _yes_no(value: object) -> str:
 
 def load_imagemining(root: Path, *, check_images: bool = True, limit: int | None = None,
                      search_corpus: str | None = None, strict: bool = True, **_) -> list[EvalItem]:
-    source = root / DATA_FILES["imagemining"]
+    source = root / _data_file("imagemining")
     images = root / "images"
     items = []
     for record, rid, catch in _each_record("imagemining", list(iter_jsonl(source))[:limit], strict):

@@ -18,6 +18,7 @@ import logging
 import time
 from pathlib import Path
 
+from lookcloser.eval.benchmarks import SPECS
 from lookcloser.eval.config import EvalConfig, EvalError
 from lookcloser.eval.loaders import find_benchmark_dir, load_benchmark
 from lookcloser.eval.scoring import aggregate, answer_prior, score_predictions
@@ -80,8 +81,9 @@ def load_items(cfg: EvalConfig, per_benchmark: dict | None = None) -> tuple[dict
     for name in cfg.benchmark_list():
         folder = find_benchmark_dir(name, root)
         corpus = cfg.search_corpus
-        if corpus is None and name == "imagemining" and (folder / "search_corpus.jsonl").is_file():
-            corpus = str(folder / "search_corpus.jsonl")  # an offline corpus beside the data (generated, fixtures)
+        beside = SPECS[name].corpus_beside
+        if corpus is None and beside and (folder / beside).is_file():
+            corpus = str(folder / beside)  # an offline corpus beside the data (generated, fixtures)
         items[name] = load_benchmark(name, folder, check_images=cfg.check_images, limit=cfg.limit, strict=cfg.strict,
                                      mir_prompt_stage=benchmark_config(cfg, name, per_benchmark).mir_prompt_stage,
                                      search_corpus=corpus)

@@ -23,19 +23,15 @@ import subprocess
 import zipfile
 from pathlib import Path
 
-from lookcloser.eval.loaders import BENCHMARKS, DATA_FILES, EvalError
+from lookcloser.eval.benchmarks import BENCHMARKS, SPECS
+from lookcloser.eval.loaders import EvalError
 
 logger = logging.getLogger(__name__)
 
-# Where the data is (override with --source). MIR's git repository (Shelly-coder239/MIRBench) holds
-# only code; its README names the hub dataset. ImageMining's git repository has data.jsonl but no
-# images; the hub dataset has both.
-SOURCES = {
-    "tir_bench": "hf:Agents-X/TIR-Bench",
-    "disbench": "hf:RUC-NLPIR/DISBench",
-    "imagemining": "hf:zai-org/ImageMining",
-    "mir": "hf:ShellyCoder/MIRBench",
-}
+# Where the data is (override with --source): each spec's ``prepare_source``. MIR's git repository
+# (Shelly-coder239/MIRBench) holds only code; its README names the hub dataset. ImageMining's git
+# repository has data.jsonl but no images; the hub dataset has both.
+SOURCES = {name: spec.prepare_source for name, spec in SPECS.items()}
 
 
 def parse_sources(pairs: list[str]) -> dict[str, str]:
@@ -97,12 +93,10 @@ def download(name: str, source: str, target: Path) -> Path:
             logger.info("extracting %s", archive)
             safe_extract(archive, archive.parent)
             marker.write_text("ok\n")
-    if name == "mir":
-        arrange_mir(target)
-    elif name == "imagemining":
-        arrange_imagemining(target)
-    if not any(target.rglob(DATA_FILES[name])):
-        logger.warning("%s: no %s under %s; the layout may have changed (see docs/eval.md)", name, DATA_FILES[name],
+    if SPECS[name].arrange is not None:  # the spec's own step from the download to its loader's layout
+        SPECS[name].arrange(target)
+    if not any(target.rglob(SPECS[name].data_file)):
+        logger.warning("%s: no %s under %s; the layout may have changed (see docs/eval.md)", name, SPECS[name].data_file,
                        target)
     return target
 
@@ -124,7 +118,7 @@ def _first(paths) -> Path | None:
 def arrange_mir(target: Path) -> None:
     """Make MIR's image paths resolve from ``all_data_rel.json``'s folder or its ``images/`` (what
     ``eval.loaders`` reads): a zip that unpacked under another top folder is renamed ``images/``."""
-    data = _first(target.rglob(DATA_FILES["mir"]))
+    data = _first(target.rglob(SPECS["mir"].data_file))
     if data is None:
         return
     folder = data.parent
@@ -148,7 +142,7 @@ def arrange_imagemining(target: Path) -> None:
     """An ImageMining download in parquet form (one row per item, ``image`` as the hub's Image
     feature: ``{"bytes", "path"}``) becomes ``data.jsonl`` + ``images/{file}``; a download that has
     ``data.jsonl`` already is left as it is."""
-    if any(target.rglob(DATA_FILES["imagemining"])):
+    if any(target.rglob(SPECS["imagemining"].data_file)):
         return
     shards = sorted(target.rglob("*.parquet"))
     if not shards:
@@ -170,7 +164,7 @@ def arrange_imagemining(target: Path) -> None:
                 (images / name).write_bytes(image["bytes"])
                 row["image"] = name
             lines.append(json.dumps(row, ensure_ascii=False, default=str))
-    (target / DATA_FILES["imagemining"]).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (target / SPECS["imagemining"].data_file).write_text("\n".join(lines) + "\n", encoding="utf-8")
     logger.info("imagemining: wrote %d rows from %d parquet file(s) as data.jsonl + images/", len(lines), len(shards))
 
 

@@ -9,14 +9,13 @@ import os
 import re
 from pathlib import Path
 
+from lookcloser.eval.benchmarks import REPORTS
 from lookcloser.eval.scoring import METRICS
 
 logger = logging.getLogger(__name__)
-# Metrics shown in tables and charts (all are in metrics.json).
-SHOWN = {"tir_bench": ("accuracy",), "mir": ("accuracy",), "imagemining": ("accuracy",),
-         "disbench": ("em", "f1", "precision", "recall", "iou"),
-         "disbench_retriever": ("recall@1", "recall@3", "recall@10", "map@10", "ndcg@10")}
-CHARTED = {"disbench": ("em", "f1"), "disbench_retriever": ("recall@3", "map@10", "ndcg@10")}
+# Metrics shown in tables and charts (all are in metrics.json): each benchmark spec's ``report``.
+SHOWN = {name: report.shown for name, report in REPORTS.items()}
+CHARTED = {name: report.charted for name, report in REPORTS.items() if report.charted}
 
 
 def _pct(value: float) -> str:
@@ -57,6 +56,10 @@ def markdown(metrics: dict) -> str:
         for group, values in m["groups"].items():
             for value, g in values.items():
                 lines.append(f"| {group} | {value} | {g['n']} | " + " | ".join(_pct(g[s]) for s in shown) + " |")
+        if m.get("derived"):  # the benchmark's own summary numbers (its spec's summarize)
+            lines += ["", "Derived: " + ", ".join(f"{k} {_pct(v)}" for k, v in m["derived"].items()) + "."]
+        if m.get("protocol"):
+            lines += ["", f"Protocol: {m['protocol'].rstrip('.')}."]
         note = m.get("published_percent", {}).get("note")
         if note:
             lines += ["", f"Published: {note.rstrip('.')}."]

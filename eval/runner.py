@@ -150,7 +150,9 @@ def env_factory(benchmark: str, cfg: EvalConfig, embedder=None):
 
     if not cfg.tools:
         return NoToolsEnv
-    name = with_tool_set(cfg.environment or benchmark, cfg.tool_set)
+    from lookcloser.eval.benchmarks import SPECS
+
+    name = with_tool_set(cfg.environment or SPECS[benchmark].environment, cfg.tool_set)
     if name not in ENVIRONMENTS:
         from lookcloser.eval.loaders import EvalError  # a user's setting: one `error:` line
 

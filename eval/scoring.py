@@ -1,64 +1,38 @@
 """Scoring predictions with ``rewards/`` (the only place scoring rules live) and aggregating them.
 
-Per item: TIR-Bench by ``rewards.tir_bench.score(record, response, mode="official")``; MIR by
-``rewards.mir.score``; DISBench by ``rewards.disbench.set_metrics`` on the parsed photo ids;
-ImageMining by ``rewards.imagemining.score`` (LLM-judge recall only when asked). A failed or
+Per item: by the benchmark's spec (``eval/benchmarks/<name>.py``): its ``rewards/`` scorer on the
+gold as the spec hands it over (TIR-Bench in official mode; DISBench's set metrics on the parsed
+photo ids; ImageMining's LLM-judge recall only when asked). A failed or
 missing prediction scores 0 on every metric and is counted and listed, never dropped.
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 
+from lookcloser.eval.benchmarks import REPORTS, SPECS
 from lookcloser.eval.loaders import EvalItem
 
-# Metrics per benchmark; the first is the headline number.
-METRICS = {
-    "tir_bench": ("accuracy",),
-    "mir": ("accuracy",),
-    "disbench": ("em", "f1", "precision", "recall", "iou"),
-    "imagemining": ("accuracy",),
-    "disbench_retriever": tuple(f"{m}@{k}" for k in (1, 3, 5, 10) for m in ("recall", "map", "ndcg")),
-}
+# Metrics per report table (each benchmark's, and DISBench's retriever); the first is the headline number.
+METRICS = {name: report.metrics for name, report in REPORTS.items()}
 # Published numbers, in percent, where the spec gives them (benchmarks.md); None: not published.
-PUBLISHED = {
-    "tir_bench": {"note": "The TIR-Bench paper reports tool-using o3 far ahead of non-agentic models; its table "
-                          "is not given numerically in the spec: compare with the paper."},
-    "mir": {"note": "MIR publishes per-model accuracies in its paper; none is carried in the spec."},
-    "disbench": {"em": 28.7, "f1": 55.0, "note": "best agent in the DISBench paper (EM 28.7, F1 55.0)"},
-    "disbench_retriever": {"recall@3": "10-14", "note": "direct embedding retrieval, ~10-14% Recall@3"},
-    "imagemining": {"note": "ImageMining publishes no scorer; lookcloser's normalized exact match."},
-}
+PUBLISHED = {name: report.published for name, report in REPORTS.items() if report.published}
 
 
 def score_response(item: EvalItem, response: str, *, llm_judge: bool = False) -> dict[str, float]:
-    """Every metric of one response, by ``rewards/``.
+    """Every metric of one response, by the benchmark's scorer in ``rewards/`` (its spec's ``scorer``).
 
     >>> item = EvalItem("1", "mir", {}, {"conclusion": "B"})
     >>> score_response(item, "Answer: (b)")
     {'accuracy': 1.0}
     """
-    if item.benchmark == "tir_bench":
-        from lookcloser.rewards import tir_bench
-
-        return {"accuracy": float(tir_bench.score(item.gold["record"], response, mode="official"))}
-    if item.benchmark == "mir":
-        from lookcloser.rewards import mir
-
-        return {"accuracy": float(mir.score(response, item.gold["conclusion"], item.gold.get("options")))}
-    if item.benchmark == "disbench":
-        from lookcloser.rewards import disbench
-
-        metrics = disbench.set_metrics(disbench.parse_photo_ids(response), item.gold["answer"])
-        return {name: float(metrics[name]) for name in METRICS["disbench"]}
-    if item.benchmark == "imagemining":
-        from lookcloser.rewards import imagemining
-
-        gold = item.gold
-        return {"accuracy": float(imagemining.score(response, gold["answer"], gold.get("answer_zh"),
-                                                    question=gold.get("question"), llm_judge=llm_judge))}
-    raise ValueError(f"unknown benchmark {item.benchmark!r}")
+    if item.benchmark not in SPECS:
+        raise ValueError(f"unknown benchmark {item.benchmark!r}")
+    spec = SPECS[item.benchmark]
+    info = spec.to_info(item.gold)
+    if spec.metrics_of is not None:
+        return spec.metrics_of(response, info)
+    return {spec.report.metrics[0]: float(spec.scorer.score(response, info, "official", llm_judge=llm_judge))}
 
 
 def zero_scores(benchmark: str) -> dict[str, float]:
@@ -71,16 +45,7 @@ def gold_response(item: EvalItem) -> str:
     >>> gold_response(EvalItem("q", "disbench", {}, {"answer": ["11", "12"]}))
     '<answer>["11", "12"]</answer>'
     """
-    gold = item.gold
-    if item.benchmark == "tir_bench":
-        return f"<answer>{gold['record']['answer']}</answer>"
-    if item.benchmark == "mir":
-        from lookcloser.rewards.mir import gold_letter
-
-        return f"<answer>{gold_letter(gold['conclusion'])}</answer>"
-    if item.benchmark == "disbench":
-        return f"<answer>{json.dumps(gold['answer'])}</answer>"
-    return f"<answer>{gold['answer']}</answer>"
+    return f"<answer>{SPECS[item.benchmark].answer_text(item.gold)}</answer>"
 
 
 def score_predictions(items: list[EvalItem], predictions: dict[str, dict], *,
@@ -109,14 +74,8 @@ def _means(rows: list[dict], names: tuple[str, ...]) -> dict[str, float]:
 
 
 def _gold_text(item: EvalItem) -> str:
-    gold = item.gold
-    if item.benchmark == "tir_bench":
-        return str(gold["record"]["answer"])
-    if item.benchmark == "mir":
-        return str(gold["conclusion"])
-    if item.benchmark == "disbench":
-        return json.dumps(gold["answer"])
-    return str(gold["answer"])
+    spec = SPECS[item.benchmark]
+    return (spec.prior_text or spec.answer_text)(item.gold)
 
 
 def answer_prior(items: list[EvalItem]) -> float | None:
@@ -187,4 +146,9 @@ def aggregate(benchmark: str, rows: list[dict]) -> dict:
                                            if calls else None)
     if benchmark in PUBLISHED:
         out["published_percent"] = PUBLISHED[benchmark]
+    spec = SPECS.get(benchmark)
+    if spec is not None and spec.protocol:
+        out["protocol"] = spec.protocol
+    if spec is not None and spec.summarize is not None:
+        spec.summarize(out)
     return out

@@ -6,8 +6,8 @@ trainer adapter calls; ``REGISTRY`` maps names to TRL-style reward functions ``f
 **dataset_columns) -> list[float | None]``; ``get_reward_funcs`` builds the ones a recipe names;
 ``rewards.verl`` and ``rewards.openrlhf`` serve those trainers; see ``docs/rewards.md``.
 
->>> sorted(REGISTRY)[:4]
-['accuracy', 'disbench', 'format', 'imagemining']
+>>> list(REGISTRY)[:3], "format" in REGISTRY
+(['tir_bench', 'tir_bench_official', 'mir'], True)
 """
 
 from lookcloser.rewards.scoring import score

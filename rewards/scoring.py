@@ -7,7 +7,8 @@
   ``meta_data``, ``image_1`` (the whole official record works as it is);
 - mir: ``answer`` (the letter) or ``conclusion`` (MIR's text), optional ``options`` (the record's);
 - disbench: ``answer``, the list of gold photo ids;
-- imagemining: ``answer``, optional ``answer_zh`` and ``question`` (for the judge).
+- imagemining: ``answer``, optional ``answer_zh`` and ``question`` (for the judge);
+- any other benchmark: as its module in ``rewards/benchmarks/`` documents (its ``SCORER``).
 
 What data loaders hand over is read as that shape (``gold_info``): a dict, JSON text of a dict,
 or the bare answer (text, a number, or for DISBench a list, tuple, numpy array or JSON text of a
@@ -20,11 +21,11 @@ here turns bad input into a 0.
 1.0
 >>> score("disbench", '<answer>["1"]</answer>', ("1", "2"))
 0.6666666666666666
->>> score("gsm8k", "4", "4")
+>>> score("gsm8k", "4", "4")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
 lookcloser.rewards.scoring.RewardInputError: unknown data_source 'gsm8k': lookcloser scores tir_bench, mir, \
-disbench, imagemining
+disbench, imagemining...
 """
 
 from __future__ import annotations
@@ -36,16 +37,12 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from lookcloser.rewards import disbench, imagemining, mir, tir_bench
 from lookcloser.rewards._text import completion_text
+from lookcloser.rewards.benchmarks import ALIASES, SCORERS
 
 logger = logging.getLogger(__name__)
-SOURCES = ("tir_bench", "mir", "disbench", "imagemining")
-_ALIASES = {"tirbench": "tir_bench", "image_mining": "imagemining", "dis_bench": "disbench",
-            "deepimagesearch": "disbench"}
-# Fields a row may carry outside its gold (verl's extra_info) that the scorer reads, per benchmark.
-_EXTRA_FIELDS = {"tir_bench": ("task", "prompt", "meta_data", "metadata", "image_1", "id"), "mir": ("options",),
-                 "disbench": (), "imagemining": ("answer_zh", "question")}
+# The benchmarks scored here: one module each in rewards/benchmarks/ (its name, aliases, gold check, scorer).
+SOURCES = tuple(SCORERS)
 REASONS = ("missing_source", "unknown_source", "bad_gold", "bad_label", "scorer_error")
 ERRORS: Counter = Counter()  # rows each adapter could not score, by reason (this process)
 RAISE_ENV = "LOOKCLOSER_REWARD_ERRORS"
@@ -70,7 +67,7 @@ def normalize_source(value: Any) -> str:
     if not isinstance(value, str):
         return ""
     name = value.strip().rsplit("/", 1)[-1].lower().replace("-", "_").replace(" ", "_")
-    return _ALIASES.get(name, name)
+    return ALIASES.get(name, name)
 
 
 def resolve_source(value: Any) -> str:
@@ -108,7 +105,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _bare(source: str, gold: Any) -> dict:
+def bare_info(source: str, gold: Any) -> dict:
     """The info of a bare answer (text, number or id list); JSON text of a list is an id list for DISBench only."""
     if isinstance(gold, str):
         try:
@@ -117,7 +114,7 @@ def _bare(source: str, gold: Any) -> dict:
             parsed = None
         if isinstance(parsed, dict):
             return parsed
-        if isinstance(parsed, list) and source == "disbench":
+        if isinstance(parsed, list) and SCORERS[source].list_gold:
             return {"answer": parsed}
         if parsed is None and gold.lstrip()[:1] in ("{", "["):
             raise RewardInputError("bad_gold", f"{source}: gold {_shown(gold)} is not valid JSON")
@@ -139,32 +136,14 @@ def gold_info(source: str, gold: Any, extra: Mapping | None = None) -> dict:
 with `answer` or `conclusion`
     """
     gold = _plain(gold)
-    info = dict(gold) if isinstance(gold, dict) else _bare(source, gold)
-    for key in _EXTRA_FIELDS[source]:
+    info = dict(gold) if isinstance(gold, dict) else bare_info(source, gold)
+    scorer = SCORERS[source]
+    for key in scorer.extra_fields:
         if extra and key not in info and extra.get(key) is not None:
             info[key] = _plain(extra[key])
-    if source == "tir_bench":
-        answer = info.get("answer")
-        if not isinstance(answer, (str, int, float, list)) or isinstance(answer, bool):
-            raise RewardInputError("bad_gold", _wrong(source, gold, "the answer, or the official item with `answer`"))
-    elif source == "mir":
-        answer = info.get("answer") if isinstance(info.get("answer"), str) else info.get("conclusion")
-        if not isinstance(answer, str) or mir.gold_letter(answer) is None:
-            raise RewardInputError("bad_gold", _wrong(source, gold, "the answer letter, or a JSON object with "
-                                                                   "`answer` or `conclusion`"))
-        info["answer"] = answer
-    elif source == "disbench":
-        ids = info.get("answer")
-        if isinstance(ids, str):  # one id, or JSON text of the list ("0012" stays "0012")
-            parsed = _bare(source, ids).get("answer")
-            ids = parsed if isinstance(parsed, list) else [ids]
-        elif isinstance(ids, int) and not isinstance(ids, bool):
-            ids = [ids]
-        if not isinstance(ids, list) or not all(isinstance(i, (str, int)) and not isinstance(i, bool) for i in ids):
-            raise RewardInputError("bad_gold", _wrong(source, gold, "the list of gold photo ids"))
-        info["answer"] = [str(i) for i in ids]
-    elif not isinstance(info.get("answer"), str):  # imagemining
-        raise RewardInputError("bad_gold", _wrong(source, gold, "the answer text, or a JSON object with `answer`"))
+    expected = scorer.check(info)
+    if expected is not None:
+        raise RewardInputError("bad_gold", _wrong(source, gold, expected))
     return info
 
 
@@ -180,15 +159,7 @@ def _wrong(source: str, gold: Any, expected: str) -> str:
 
 def score_info(source: str, text: str, info: dict, mode: str = "strict", **judge: Any) -> float:
     """The benchmark's scorer on a checked ``info`` (from ``gold_info``); TIR-Bench in ``mode``."""
-    if source == "tir_bench":
-        return float(tir_bench.score(info, text, mode))
-    if source == "mir":
-        return float(mir.score(text, info["answer"], info.get("options")))
-    if source == "disbench":
-        return float(disbench.score(text, info["answer"]))
-    zh, question = info.get("answer_zh"), info.get("question")
-    return float(imagemining.score(text, info["answer"], zh if isinstance(zh, str) else None,
-                                   question=question if isinstance(question, str) else None, **judge))
+    return float(SCORERS[source].score(text, info, mode, **judge))
 
 
 def score(data_source: Any, response: Any, gold: Any, *, mode: str = "strict", extra: Mapping | None = None,

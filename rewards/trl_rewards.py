@@ -1,7 +1,7 @@
 """TRL-style reward functions: ``f(completions, **dataset_columns) -> list[float | None]``.
 
-Column contract (GRPO datasets): ``data_source`` names the benchmark (``tir_bench``, ``mir``,
-``disbench``, ``imagemining``); ``reward_info`` is the gold in the one shape of
+Column contract (GRPO datasets): ``data_source`` names the benchmark (one of ``rewards.benchmarks.SCORERS``:
+``tir_bench``, ``mir``, ``disbench``, ``imagemining``...); ``reward_info`` is the gold in the one shape of
 ``rewards.scoring`` (JSON text: the one form a mixed data set can hold; a dict or the bare
 answer is read too). A benchmark reward returns None for rows of another benchmark. A row no
 scorer can read (no or an unknown ``data_source``, a gold that does not parse) also gets None, and
@@ -29,6 +29,7 @@ from typing import Any
 
 from lookcloser.rewards import scoring
 from lookcloser.rewards._text import completion_text
+from lookcloser.rewards.benchmarks import SCORERS
 from lookcloser.rewards.format_and_tools import format_score, overlong_penalty, tool_use_bonus
 from lookcloser.rewards.scoring import RAISE_ENV, RewardInputError, errors_raise, normalize_source
 
@@ -238,13 +239,21 @@ def make_imagemining_reward(llm_judge: bool = False, **judge_options: Any) -> Re
     return _named("imagemining", reward, "ImageMining normalized exact match (+ optional LLM judge).")
 
 
+def _benchmark_rewards() -> dict[str, RewardFunc]:
+    """One reward per benchmark of ``rewards.benchmarks.SCORERS`` (ImageMining's with its optional judge)."""
+    out: dict[str, RewardFunc] = {}
+    for name, scorer in SCORERS.items():
+        out[name] = (make_imagemining_reward() if name == "imagemining"
+                     else _named(name, _benchmark_reward(name, name), scorer.reward_doc))
+        if name == "tir_bench":
+            out["tir_bench_official"] = _named("tir_bench_official", _benchmark_reward("tir_bench_official", name,
+                                                                                        "official"),
+                                               "TIR-Bench, official mode (for eval parity, not for training).")
+    return out
+
+
 REGISTRY: dict[str, RewardFunc] = {
-    "tir_bench": _named("tir_bench", _benchmark_reward("tir_bench", "tir_bench"), "TIR-Bench, strict mode."),
-    "tir_bench_official": _named("tir_bench_official", _benchmark_reward("tir_bench_official", "tir_bench", "official"),
-                                 "TIR-Bench, official mode (for eval parity, not for training)."),
-    "mir": _named("mir", _benchmark_reward("mir", "mir"), "MIR option-letter exact match."),
-    "disbench": _named("disbench", _benchmark_reward("disbench", "disbench"), "DISBench F1 of photo ids."),
-    "imagemining": make_imagemining_reward(),
+    **_benchmark_rewards(),
     "accuracy": _named("accuracy", _benchmark_reward("accuracy", None), "Benchmark score chosen by data_source."),
     "format": _named("format", format_reward, format_reward.__doc__),
     "tool_use": make_tool_use_reward(),

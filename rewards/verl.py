@@ -23,7 +23,7 @@ from typing import Any
 
 from lookcloser.rewards import scoring
 from lookcloser.rewards._text import final_turn_text
-from lookcloser.rewards.scoring import SOURCES, RewardInputError
+from lookcloser.rewards.scoring import SOURCES, RewardInputError  # SOURCES: rewards.benchmarks.SCORERS' names
 
 __all__ = ["SOURCES", "compute_score", "compute_score_or_default"]
 
@@ -48,11 +48,11 @@ def compute_score(data_source: Any, solution_str: Any, ground_truth: Any, extra_
     1.0
     >>> compute_score("disbench", "<answer>[1, 2]</answer>", ["1", "2", "3", "4"], reward_router_address=None)
     0.6666666666666666
-    >>> compute_score("unknown", "x", "y")
+    >>> compute_score("unknown", "x", "y")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     lookcloser.rewards.scoring.RewardInputError: unknown data_source 'unknown': lookcloser scores tir_bench, mir, \
-disbench, imagemining (name=compute_score_or_default sends other sources to verl's default_compute_score)
+disbench, imagemining... (name=compute_score_or_default sends other sources to verl's default_compute_score)
     """
     try:
         source = scoring.resolve_source(data_source)

@@ -129,7 +129,9 @@ def test_eval_prepare_unknown_benchmark_is_one_line(capsys, monkeypatch, tmp_pat
         cli()
     assert exit_info.value.code == 2
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
-    assert err == ["error: --benchmarks: unknown benchmark 'nope' (choose from tir_bench, mir, disbench, imagemining)"]
+    from lookcloser.eval.benchmarks import BENCHMARKS
+
+    assert err == [f"error: --benchmarks: unknown benchmark 'nope' (choose from {', '.join(BENCHMARKS)})"]
     assert not list(tmp_path.iterdir())  # checked before the first download
 
 

@@ -12,6 +12,7 @@ import pytest
 from datasets import Dataset
 
 from lookcloser.errors import RecordError
+from lookcloser.rewards.scoring import SOURCES
 from lookcloser.train.grpo import check_reward_rows
 
 REPO = Path(__file__).resolve().parents[1]
@@ -59,6 +60,6 @@ def test_the_command_stops_before_the_model_loads(tmp_path):
     assert done.returncode == 2, done.stderr[-3000:]
     assert done.stderr.splitlines() == [
         ("error: rows.jsonl: record 'q1', field 'data_source': unknown data_source 'gsm8k': lookcloser scores "
-        "tir_bench, mir, disbench, imagemining (reward_funcs accuracy, format, tool_use cannot score this row; "
+        f"{', '.join(SOURCES)} (reward_funcs accuracy, format, tool_use cannot score this row; "
         "docs/rewards.md has the columns)")]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.jsonl"]  # no model built, nothing written
