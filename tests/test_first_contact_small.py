@@ -48,12 +48,12 @@ def test_data_builders_help_lists_heldout(capsys):
 
 
 def test_the_readme_names_every_folder_heldout_writes(tmp_path):
-    from lookcloser.data_builders.heldout import GENERATED
+    from lookcloser.data_builders.heldout import DEFAULT_GENERATED
 
     line = next(line for line in (REPO / "README.md").read_text(encoding="utf-8").splitlines()
                 if line.startswith("python -m data_builders heldout --out outputs/heldout/"))
     named = re.findall(r"OUT/(\w+)", line)
-    assert sorted(named) == sorted(GENERATED), line  # heldout writes OUT/<name> for each of GENERATED
+    assert sorted(named) == sorted(DEFAULT_GENERATED), line  # by default heldout writes OUT/<name> for each
 
 
 def test_eval_prepare_that_cannot_download_prints_only_its_error_line(tmp_path):
