@@ -21,27 +21,18 @@ import weakref
 from pathlib import Path
 
 from lookcloser.agent import images as ops
-from lookcloser.agent.image_env import ImageToolEnv
+from lookcloser.agent.image_env import CropToolEnv, ImageToolEnv
 from lookcloser.agent.sandbox import SandboxLimits, require_sandbox, run_python, write_inputs
 from lookcloser.agent.toolkit import ToolError, error_text, tool
 
 MAX_CODE_CHARS = 20_000
 
 
-class PythonImageToolEnv(ImageToolEnv):
-    """The image tools and ``python`` (TIR-Bench's ``tool_set: image+python``).
+class PythonTool:
+    """The ``python`` tool over an image environment's episode images: mixed into ``PythonImageToolEnv`` (every
+    image tool) and ``PythonCropToolEnv`` (crop only), each of which calls ``_start_python`` in ``__init__``."""
 
-    Args:
-        sandbox_limits: ``agent.sandbox.SandboxLimits`` of every call (or a mapping of its fields).
-        Others: as ``ImageToolEnv`` (``max_pixels`` is also the budget of every picture the code returns).
-
-    Raises ``SandboxUnavailable`` when made on a machine where the sandbox does not run: the code is never
-    run without it.
-    """
-
-    def __init__(self, max_pixels: int = 1024 * 1024, min_side: int = 32, max_zoom: float = 8.0,
-                 describe: bool = True, sandbox_limits: SandboxLimits | dict | None = None) -> None:
-        super().__init__(max_pixels=max_pixels, min_side=min_side, max_zoom=max_zoom, describe=describe)
+    def _start_python(self, sandbox_limits: SandboxLimits | dict | None) -> None:
         require_sandbox()
         limits = sandbox_limits or SandboxLimits()
         self._limits = limits if isinstance(limits, SandboxLimits) else SandboxLimits(**limits)
@@ -97,6 +88,34 @@ class PythonImageToolEnv(ImageToolEnv):
             blocks.append({"type": "text", "text": f"{result.images_left_out} more picture(s) left out: at most "
                                                    f"{self._limits.max_images} per call."})
         return blocks
+
+
+class PythonImageToolEnv(PythonTool, ImageToolEnv):
+    """The image tools and ``python`` (TIR-Bench's ``tool_set: image+python``).
+
+    Args:
+        sandbox_limits: ``agent.sandbox.SandboxLimits`` of every call (or a mapping of its fields).
+        Others: as ``ImageToolEnv`` (``max_pixels`` is also the budget of every picture the code returns).
+
+    Raises ``SandboxUnavailable`` when made on a machine where the sandbox does not run: the code is never
+    run without it.
+    """
+
+    def __init__(self, max_pixels: int = 1024 * 1024, min_side: int = 32, max_zoom: float = 8.0,
+                 describe: bool = True, sandbox_limits: SandboxLimits | dict | None = None) -> None:
+        ImageToolEnv.__init__(self, max_pixels=max_pixels, min_side=min_side, max_zoom=max_zoom, describe=describe)
+        self._start_python(sandbox_limits)
+
+
+class PythonCropToolEnv(PythonTool, CropToolEnv):
+    """``crop`` and ``python`` (the crop environment's ``tool_set: image+python``): the code curriculum's
+    environment (recipes/code_curriculum.yaml), whose tool prompt is ~4x shorter than with every image tool.
+    Args and errors as ``PythonImageToolEnv``'s."""
+
+    def __init__(self, max_pixels: int = 1024 * 1024, min_side: int = 32, max_zoom: float = 8.0,
+                 describe: bool = True, sandbox_limits: SandboxLimits | dict | None = None) -> None:
+        CropToolEnv.__init__(self, max_pixels=max_pixels, min_side=min_side, max_zoom=max_zoom, describe=describe)
+        self._start_python(sandbox_limits)
 
 
 def _capped(text: str, limit: int) -> str:

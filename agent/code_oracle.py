@@ -27,18 +27,17 @@ class ProgramStep:
 
 def spot_difference_program(rows: int, cols: int) -> str:
     """The program for a ``rows`` x ``cols`` spot-the-difference grid: prints the differing patches, numbered
-    from 1 row by row, as the answer lists them.
+    from 1 row by row, as the answer lists them. Written tersely: the tiny model's tokenizer spends about one
+    token a character, and a program the policy writes in fewer tokens is sampled right more often.
 
     >>> print(spot_difference_program(2, 3).splitlines()[1])
-    rows, cols = 2, 3
+    n,m=2,3
     """
-    return (f"import numpy as np\nrows, cols = {rows}, {cols}\n"
-            "a = np.asarray(image_1, dtype=np.int16)\nb = np.asarray(image_2, dtype=np.int16)\n"
-            f"changed = np.abs(a - b).sum(axis=2) > {SPOT_PIXEL_THRESHOLD}\nh, w = changed.shape\nfound = []\n"
-            "for r in range(rows):\n    for c in range(cols):\n"
-            "        cell = changed[r * h // rows:(r + 1) * h // rows, c * w // cols:(c + 1) * w // cols]\n"
-            f"        if cell.mean() > {SPOT_CELL_SHARE}:\n            found.append(r * cols + c + 1)\n"
-            "print(', '.join(map(str, found)))\n")
+    return ("import numpy as np\n"
+            f"n,m={rows},{cols}\n"
+            f"d=np.abs(np.int16(image_1)-np.int16(image_2)).sum(2)>{SPOT_PIXEL_THRESHOLD}\nh,w=d.shape\n"
+            "print(', '.join(str(r*m+c+1) for r in range(n) for c in range(m) "
+            f"if d[r*h//n:(r+1)*h//n,c*w//m:(c+1)*w//m].mean()>{SPOT_CELL_SHARE}))\n")
 
 
 def program_step(item: SyntheticItem) -> ProgramStep | None:

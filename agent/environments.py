@@ -12,7 +12,7 @@ import functools
 import json
 from collections.abc import Callable
 
-from lookcloser.agent.code_env import PythonImageToolEnv
+from lookcloser.agent.code_env import PythonCropToolEnv, PythonImageToolEnv
 from lookcloser.agent.image_env import CropToolEnv, ImageToolEnv
 from lookcloser.agent.photo_env import ImageSeekerEnv, PhotoCollectionEnv, PhotoSearchEnv
 from lookcloser.agent.toolkit import ToolEnv, tool_names
@@ -31,6 +31,7 @@ ENVIRONMENTS: dict[str, type[ToolEnv]] = {
     "tir_bench+python": PythonImageToolEnv,
     "mir+python": PythonImageToolEnv,
     "synthetic+python": PythonImageToolEnv,
+    "crop+python": PythonCropToolEnv,  # crop + python: recipes/code_curriculum.yaml
 }
 # The benchmark whose tasks each environment plays (the synthetic tasks are TIR-Bench's format). Rows of an SFT
 # data set carry no data_source; a mixed one (train/mixed_tasks.py) gets it from here, so that the checkpoint
@@ -38,7 +39,8 @@ ENVIRONMENTS: dict[str, type[ToolEnv]] = {
 BENCHMARK_OF_ENVIRONMENT: dict[str, str] = {
     "tir_bench": "tir_bench", "mir": "mir", "synthetic": "tir_bench", "crop": "tir_bench",
     "disbench": "disbench", "photo_search": "disbench", "imagemining": "imagemining", "web_search": "imagemining",
-    "tir_bench+python": "tir_bench", "mir+python": "mir", "synthetic+python": "tir_bench"}
+    "tir_bench+python": "tir_bench", "mir+python": "mir", "synthetic+python": "tir_bench",
+    "crop+python": "tir_bench"}
 # Tool sets (recipes' and eval's `tool_set`): "image", each environment's own tools; "image+python" adds the
 # sandboxed python tool to every environment with the image tools (the others keep theirs).
 TOOL_SETS = ("image", "image+python")

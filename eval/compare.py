@@ -170,7 +170,9 @@ class CompareStageArguments:
     heldout_seed: int = field(default=8008, metadata={"help": "Held-out seed (data_builders.heldout.HELDOUT_SEEDS)."})
     benchmarks: list[str] = field(default_factory=lambda: ["tir_bench", "mir"], metadata={"help": "Columns with data."})
     mir_per_family: int = field(default=16, metadata={"help": "Held-out MIR records per family (4 families)."})
-    tir_count: int = field(default=60, metadata={"help": "Held-out TIR tasks (every synthetic task kind)."})
+    tir_count: int = field(default=60, metadata={"help": "Held-out TIR tasks, cycling through tir_tasks."})
+    tir_tasks: list[str] | None = field(default=None, metadata={
+        "help": "Synthetic TIR task kinds held out (default: every kind, data_builders.synthetic.TASKS)."})
     disbench_count: int = field(default=60, metadata={"help": "Held-out DISBench queries."})
     imagemining_count: int = field(default=60, metadata={"help": "Held-out ImageMining questions."})
     max_new_tokens_per_turn: int = field(default=256, metadata={
@@ -178,11 +180,14 @@ class CompareStageArguments:
     batch_size: int = field(default=16, metadata={"help": "Episodes generated together."})
 
     def __post_init__(self) -> None:
+        from lookcloser.checks import check_names
         from lookcloser.data_builders.heldout import check_benchmarks, check_seed
+        from lookcloser.data_builders.synthetic import TASKS
         from lookcloser.errors import RecipeError
 
         check_seed(self.heldout_seed, "heldout_seed")
         check_benchmarks(self.benchmarks, "benchmarks")
+        check_names("tir_tasks", self.tir_tasks or [], list(TASKS))
         if self.controls_of and self.controls_of not in self.stages:
             raise RecipeError(f"controls_of {self.controls_of!r} is not one of stages {self.stages}")
 
@@ -209,10 +214,12 @@ def main(args: CompareStageArguments) -> str:
     heldout = out / "heldout"
     counts = {"mir_per_family": args.mir_per_family, "tir_count": args.tir_count,
               "disbench_count": args.disbench_count, "imagemining_count": args.imagemining_count}
-    wanted = {"seed": args.heldout_seed, "benchmarks": sorted(args.benchmarks), **counts}
+    tasks = {"tir_tasks": list(args.tir_tasks)} if args.tir_tasks else {}  # absent: the settings of earlier runs
+    wanted = {"seed": args.heldout_seed, "benchmarks": sorted(args.benchmarks), **counts, **tasks}
     marker = heldout / "settings.json"
     if not (marker.is_file() and json.loads(marker.read_text(encoding="utf-8")) == wanted):
-        write_heldout(heldout, args.heldout_seed, tuple(args.benchmarks), **counts)
+        write_heldout(heldout, args.heldout_seed, tuple(args.benchmarks), **counts,
+                      tir_tasks=tuple(args.tir_tasks) if args.tir_tasks else None)
         _write(marker, json.dumps(wanted) + "\n")
     runs = []
     for k, (label, model, control) in enumerate(stage_rows(args)):

@@ -94,6 +94,24 @@ def test_tool_sets_and_the_schema_the_model_sees():
     (schema,) = [s for s in tool_schemas(ENVIRONMENTS["tir_bench+python"]) if s["function"]["name"] == "python"]
     assert schema["function"]["parameters"]["required"] == ["code"]
     assert "image_1" in schema["function"]["description"]
+    # crop's image tool plus python (the code curriculum's short tool prompt); every other set as it was
+    assert with_tool_set("crop", "image+python") == "crop+python" and with_tool_set("crop", "image") == "crop"
+    assert [s["function"]["name"] for s in tool_schemas(ENVIRONMENTS["crop+python"])] == ["crop", "python"]
+    assert [s["function"]["name"] for s in tool_schemas(ENVIRONMENTS["synthetic+python"])] == [
+        "adjust", "crop", "flip", "python", "rotate", "view_image", "zoom"]
+
+
+@needs_bwrap
+def test_crop_and_python_share_one_episode_of_images():
+    """``crop+python``: the picture a crop returned is ``image_3`` for the code, and a reset forgets it."""
+    env = ENVIRONMENTS["crop+python"]()
+    left, right = Image.new("RGB", (128, 96), (200, 0, 0)), Image.new("RGB", (128, 96), (0, 0, 200))
+    env.reset(images=[left, right])
+    env.crop(image_index=1, box=[0, 0, 64, 48])
+    result = env.python(code="print(image_3.size, image_3.getpixel((0, 0)), image_1.getpixel((0, 0)))")
+    assert result[0]["text"] == "Output:\n(64, 48) (0, 0, 200) (200, 0, 0)\n"
+    env.reset(images=[left])
+    assert "image_3" in env.python(code="print(image_3.size)")  # the error names the missing image
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -68,6 +68,7 @@ def test_answer_prior_is_the_best_fixed_answer_per_task(two_runs):
     ({"benchmarks": ["photos"]}, "unknown name 'photos'"),
     ({"benchmarks": []}, "give at least one of tir_bench, mir"),
     ({"stages": ["sft"], "controls_of": "grpo"}, "controls_of 'grpo' is not one of stages ['sft']"),
+    ({"tir_tasks": ["spot_diference"]}, "tir_tasks: unknown name 'spot_diference'; did you mean spot_difference?"),
 ])
 def test_the_eval_stage_refuses_bad_settings_when_parsed(tmp_path, settings, message):
     import yaml

@@ -83,3 +83,17 @@ def test_replay_mixes_an_earlier_stage_s_records_in_after_the_stage_s_own(tmp_pa
         replayed = mixed[len(own) + k]
         assert replayed["tools"] == "" and len(replayed["images"]) == len(stage4[k]["images"])
         assert replayed["messages"][-1]["content"][0]["text"] == stage4[k]["messages"][-1]["content"][0]["text"]
+
+
+def test_code_curriculum_plan_offers_python_and_holds_out_a_reserved_seed():
+    """recipes/code_curriculum.yaml (docs/grpo.md, "Code tool probe"): crop+python data, GRPO with
+    tool_set image+python, the held-out table on a reserved seed that no stage trains on."""
+    from lookcloser.agent.environments import with_tool_set
+    from lookcloser.data_builders.heldout import HELDOUT_SEEDS
+
+    data, sft, grpo, evaluation = plan("recipes/code_curriculum.yaml")
+    assert data.config["environment"] == "crop+python" and data.config["tasks"] == ["spot_difference"]
+    assert with_tool_set(grpo.config["environment"], grpo.config["tool_set"]) == "crop+python"
+    assert grpo.config["model_name_or_path"] == str(sft.output_dir) and evaluation.config["stages"] == ["sft", "grpo"]
+    assert evaluation.config["heldout_seed"] in HELDOUT_SEEDS and data.config["seed"] not in HELDOUT_SEEDS
+    assert evaluation.config["tir_tasks"] == ["spot_difference"]
