@@ -114,7 +114,7 @@ def test_eval_unknown_environment_is_one_line(capsys, monkeypatch, tiny_model_di
     # checked as the config is parsed: one line, before the model loads or the output folder is made
     assert capsys.readouterr().err.splitlines() == [
         ("error: environment: unknown name 'nope' (choose from tir_bench, mir, synthetic, crop, disbench, photo_search, "
-         "imagemining, web_search, tir_bench+python, mir+python, synthetic+python)")]
+         "imagemining, web_search, tir_bench+python, mir+python, synthetic+python, crop+python)")]
     assert not (tmp_path / "out").exists()
 
 
