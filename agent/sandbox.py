@@ -224,8 +224,47 @@ def _command(call_dir: Path, nonce: str, limits: SandboxLimits) -> list[str]:
 
 def _run(cmd: list[str], nonce: str, limits: SandboxLimits) -> SandboxResult:
     started = time.monotonic()
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True, env={"PATH": "/usr/bin:/bin"}, close_fds=True)
+    info_read, info_write = os.pipe()  # bwrap writes {"child-pid": N} there: the PID namespace's init
+    try:
+        proc = subprocess.Popen([cmd[0], "--info-fd", str(info_write), *cmd[1:]], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                                env={"PATH": "/usr/bin:/bin"}, close_fds=True, pass_fds=(info_write,))
+    finally:
+        os.close(info_write)
+    try:
+        return _watch(proc, nonce, limits, started, info_read)
+    finally:
+        os.close(info_read)
+        if "--reuid" in cmd:
+            _end_leftovers(int(cmd[cmd.index("--reuid") + 1]))
+
+
+def _end_leftovers(uid: int) -> None:
+    """Return only once no process of the call is left. bwrap is reaped as soon as its own child is gone,
+    but the nested namespace's teardown can still be under way then (seen under load: the inner init and the
+    code's processes alive a moment later). A root caller's call runs as its own unused uid, so what /proc
+    still shows under that uid is this call's: kill it and wait, at most a few seconds (zombies go as their
+    parents do)."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        left = []
+        for name in os.listdir("/proc"):
+            try:
+                if name.isdigit() and os.stat(f"/proc/{name}").st_uid == uid:
+                    left.append(int(name))
+            except OSError:  # gone meanwhile
+                continue
+        if not left:
+            return
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.01)
+
+
+def _watch(proc: subprocess.Popen, nonce: str, limits: SandboxLimits, started: float, info_fd: int) -> SandboxResult:
     deadline = time.monotonic() + limits.wall_s
     cap = limits.output_mb * 1024 * 1024
     chunks, size, stopped = [], 0, None
@@ -247,11 +286,11 @@ def _run(cmd: list[str], nonce: str, limits: SandboxLimits) -> SandboxResult:
                 stopped = "output"
                 break
     if stopped:
-        _kill(proc)
+        _kill(proc, info_fd)
     status = _reap(proc, deadline)
     if status is None:  # the tree outlived its output: past the wall time
         stopped = stopped or "wall time"
-        _kill(proc)
+        _kill(proc, info_fd)
         status = _reap(proc, None)
     proc.stdout.close()
     out = b"".join(chunks)[:cap]
@@ -279,13 +318,39 @@ def _run(cmd: list[str], nonce: str, limits: SandboxLimits) -> SandboxResult:
     return result
 
 
-def _kill(proc: subprocess.Popen) -> None:
-    # bwrap leads its own session; --die-with-parent takes the PID namespace's init, and with it every
-    # process of the call, when bwrap dies.
-    try:
+def _kill(proc: subprocess.Popen, info_fd: int) -> None:
+    """End the call's every process before returning. SIGKILL goes to the PID namespace's init: the kernel
+    then kills every process of the namespace and lets the init exit only once they are all gone, so bwrap
+    (which waits for it) is reaped after the teardown. Killing bwrap first would return while
+    --die-with-parent's teardown is still under way (a later look could see the call's processes)."""
+    init = _namespace_init(info_fd)
+    if init is not None:
+        try:
+            os.kill(init, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if _reap(proc, time.monotonic() + 5) is not None:
+            return
+    try:  # no init known (bwrap did not start it), or bwrap still runs: end bwrap's session
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+def _namespace_init(info_fd: int) -> int | None:
+    """The ``child-pid`` bwrap wrote to its --info-fd (written as it starts the namespace), or None."""
+    import json
+
+    os.set_blocking(info_fd, False)
+    try:
+        data = os.read(info_fd, 1 << 12)
+    except (BlockingIOError, OSError):
+        return None
+    try:
+        pid = json.loads(data.decode()).get("child-pid")
+    except (ValueError, AttributeError):
+        return None
+    return pid if isinstance(pid, int) and pid > 1 else None
 
 
 def _reap(proc: subprocess.Popen, deadline: float | None) -> int | None:
