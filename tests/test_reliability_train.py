@@ -239,7 +239,8 @@ def test_training_killed_after_a_checkpoint_resumes_to_the_same_losses(tmp_path)
         def on_step_end(self, args, state, control, **kwargs):
             trained.append(state.global_step)
 
-    trainer = build_trainer(*parse_args([*args, "--output_dir", str(killed)]))
+    # resumed as a user does (the folder holds the killed run's checkpoint: without the flag it is refused)
+    trainer = build_trainer(*parse_args([*args, "--output_dir", str(killed), "--resume_from_checkpoint", str(last)]))
     trainer.add_callback(Steps())
     train_and_save(trainer, str(killed), str(last))
     resumed = _losses(killed)
