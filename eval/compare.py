@@ -56,11 +56,13 @@ def collect(runs: list[tuple[str, Path]]) -> dict:
         if not path.is_file():
             raise FileNotFoundError(f"{path}: not found (give `python -m eval` output folders)")
         rows.append(_row(label, json.loads(path.read_text(encoding="utf-8"))))
+    # the registry's order, only the benchmarks some row was evaluated on (an empty column says nothing)
+    columns = [bench for bench, _, _ in COLUMNS if any(bench in r["values"] for r in rows)]
     references = {}
-    for bench, _, _ in COLUMNS:
+    for bench in columns:
         priors = [r["values"][bench]["answer_prior"] for r in rows if bench in r["values"]]
         references[bench] = priors[0] if priors else None
-    return {"columns": [c[0] for c in COLUMNS], "references": references, "rows": rows}
+    return {"columns": columns, "references": references, "rows": rows}
 
 
 def _cell(entry: dict | None, bench: str) -> str:
