@@ -10,7 +10,8 @@ read once, and flags override it. Flag commands (``python -m data_builders CMD``
 Both parse with transformers' parser: underscore flags with their dashed aliases, ``--no_X`` for
 a true-by-default switch, lists as several values, no abbreviated flags (``--learning_rat`` is
 not ``--learning_rate``). Every mistake is one ``RecipeError`` line: an unknown key or flag names
-the closest valid one, a bad value names its flag, and the configs' own checks
+the closest valid one, a key a config has ``REMOVED`` says what replaced it, a bad value names its flag,
+and the configs' own checks
 (``lookcloser.checks``) refuse a bad value before any work starts. ``--help`` is short (the
 recipe form and our own arguments); ``--help-all`` lists every field.
 """
@@ -196,6 +197,23 @@ def _negative_values_attached(args: Sequence[str]) -> list[str]:
     return out
 
 
+def _removed_key(names: Sequence[str], dataclass_types: Sequence[type]) -> str | None:
+    """The message of the first of ``names`` (recipe keys or flags) that a config lists in its ``REMOVED``
+    (``{key: what to use instead}``): a key that once existed gets that, not a spelling hint.
+
+    >>> class Old:
+    ...     REMOVED = {"old_steps": "use the stage `new` instead"}
+    >>> _removed_key(["--lr", "--old-steps=3"], [Old])
+    'old_steps: removed; use the stage `new` instead'
+    """
+    removed = {k: v for dtype in dataclass_types for k, v in getattr(dtype, "REMOVED", {}).items()}
+    for name in names:
+        key = name.lstrip("-").split("=")[0].replace("-", "_")
+        if key in removed:
+            return f"{key}: removed; {removed[key]}"
+    return None
+
+
 def _parser_class():
     from trl import TrlParser
 
@@ -227,6 +245,9 @@ def _parser_class():
             except ValueError as err:  # a dataclass's own check (TrainingArguments.__post_init__ and kin)
                 raise RecipeError(f"invalid settings: {' '.join(str(err).split())}") from err
             if remaining:
+                removed = _removed_key([a for a in remaining if a.startswith("--")], self.dataclass_types)
+                if removed:
+                    raise RecipeError(removed)
                 name = remaining[0].split("=")[0]
                 if not name.startswith("-"):
                     raise RecipeError(f"unexpected argument {name!r}")
@@ -263,6 +284,9 @@ def parse_recipe(dataclass_types: Sequence[type], argv: Sequence[str] | CommandL
         unknown = parser.set_defaults_with_config(**values)[::2]  # ["--key", "value", ...]: the keys
         if unknown:
             keys = [u[2:] for u in unknown]
+            removed = _removed_key(keys, dataclass_types)
+            if removed:
+                raise RecipeError(f"{line.recipe.path}: {removed}")
             known = sorted({a.dest for a in parser._actions})
             raise RecipeError(
                 f"{line.recipe.path}: unknown recipe key(s) {', '.join(map(repr, keys))}: no config field has that "

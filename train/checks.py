@@ -103,13 +103,7 @@ def check_grpo(script_args, training_args, model_args, planned: Iterable[str | P
     check_range("synthetic_base_size", script_args.synthetic_base_size, 16)
     check_range("synthetic_canvas_size", script_args.synthetic_canvas_size, 16)
     check_range("max_train_samples", script_args.max_train_samples, 1)
-    check_range("cold_start_steps", script_args.cold_start_steps, 0)
-    check_range("cold_start_look_steps", script_args.cold_start_look_steps, 0)
-    check_range("cold_start_learning_rate", script_args.cold_start_learning_rate, 0, above=True)
     check_range("tool_bonus_cap", script_args.tool_bonus_cap, 1)
-    if script_args.cold_start_steps > 0 and (script_args.dataset_path or script_args.dataset_name):
-        raise RecipeError("cold_start_steps trains on the synthetic tasks' oracle trajectories: leave dataset_path "
-                          "and dataset_name unset, or cold-start with train/sft.py first (recipes/tool_curriculum.yaml)")
     check_vllm(training_args.use_vllm)
     check_range("temperature", training_args.temperature, 0, above=True)
     check_range("beta", training_args.beta, 0)

@@ -18,6 +18,7 @@ import json
 import logging
 import os
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from trl import ModelConfig, ScriptArguments
 
@@ -88,15 +89,15 @@ class GRPOScriptArguments(FusedKernelsArguments, ScriptArguments, DashboardArgum
                 "with 'per_row', a mapping per environment name, e.g. {\"photo_search\": {\"max_view\": 4}}."})
     reward_funcs: list[str] = field(default_factory=lambda: ["accuracy", "format", "tool_use"], metadata={
         "help": "Reward names from rewards.REGISTRY; weights are `reward_weights`."})
-    cold_start_steps: int = field(default=0, metadata={
-        "help": "With synthetic tasks: first SFT this many steps on their oracle tool trajectories and start GRPO "
-                "from that checkpoint (cached beside the data; train/grpo_lib/coldstart.py). 0: start from the model."})
-    cold_start_learning_rate: float = field(default=5e-3, metadata={"help": "Learning rate of the cold-start SFT."})
-    cold_start_look_steps: int = field(default=0, metadata={
-        "help": "Before the cold start: SFT this many steps on the question asked of the oracle's tool image alone "
-                "(<synthetic data>/look, visual_search), so that the model reads a crop before it learns to call."})
     tool_bonus_cap: int = field(default=1, metadata={
         "help": "tool_use pays min(successful tool results, cap) / cap when the answer is right."})
+
+    # Keys of the built-in cold start this script once ran (issue 38): a recipe or flag that still sets one is
+    # one error line naming the curriculum stages that do it now.
+    REMOVED: ClassVar = dict.fromkeys(
+        ("cold_start_steps", "cold_start_learning_rate", "cold_start_look_steps"),
+        "a cold start is a curriculum stage: see recipes/tool_curriculum.yaml (stages look and sft before grpo), "
+        "then start GRPO from its checkpoint (--model_name_or_path outputs/tool_curriculum/sft)")
 
 
 def _as_dict(value) -> dict:
@@ -191,29 +192,12 @@ def _init_cpu_deepspeed(training_args) -> None:
         deepspeed.init_distributed(dist_backend="gloo")
 
 
-def _cold_start(script_args: GRPOScriptArguments, training_args: LookcloserGRPOConfig, model_args: ModelConfig) -> str:
-    from pathlib import Path
-
-    from lookcloser.train.grpo_lib.coldstart import cold_start
-    from lookcloser.train.grpo_lib.data import synthetic_dataset, synthetic_settings
-
-    if script_args.dataset_path or script_args.dataset_name:
-        raise RecipeError("cold_start_steps trains on the synthetic tasks' oracle trajectories: leave "
-                          "dataset_path and dataset_name unset, or cold-start with train/sft.py first (recipes/tool_curriculum.yaml)")
-    out_dir = script_args.synthetic_dir or str(Path(training_args.output_dir) / "synthetic_data")
-    with training_args.main_process_first(desc="synthetic GRPO tasks"):
-        _, data_dir = synthetic_dataset(out_dir, **synthetic_settings(script_args), return_dir=True)
-    return cold_start(script_args, training_args, model_args, data_dir)
-
-
 def build_trainer(script_args: GRPOScriptArguments, training_args: LookcloserGRPOConfig, model_args: ModelConfig):
     """Model, processor, data, environment and rewards as the recipe says, in a LookcloserGRPOTrainer."""
     from lookcloser.train.grpo_lib.data import load_grpo_dataset
     from lookcloser.train.grpo_lib.trainer import LookcloserGRPOTrainer
 
     _init_cpu_deepspeed(training_args)
-    if script_args.cold_start_steps > 0:
-        model_args.model_name_or_path = _cold_start(script_args, training_args, model_args)
     dataset = load_grpo_dataset(script_args, training_args)
     check_reward_rows(dataset, script_args.reward_funcs, script_args.dataset_path or script_args.dataset_name)
     env_factory = environment_factory(script_args, dataset)  # per_row: the column checked before the model loads

@@ -3,8 +3,8 @@ call ``record_run`` on the main process after ``train_and_save``), with or witho
 
 - ``training_curves.png``: the run's loss (SFT) or reward, accuracy and tool success (GRPO) by step
   (``train/curves.py``, drawn by ``lookcloser.plots``);
-- ``lookcloser_run.json``: the base model (the first model of a chain of runs: a GRPO cold start, the
-  stages of a curriculum), the model this run started from, its curriculum stage, and the W&B run
+- ``lookcloser_run.json``: the base model (the first model of a chain of runs: the stages of a curriculum,
+  a cold start among them), the model this run started from, its curriculum stage, and the W&B run
   (id, project, group, URL) when there was one: ``python -m eval`` reports that run with the
   checkpoint's digest;
 - a LoRA adapter names its base as the user named it (``agent.models.name_adapter_base``).

@@ -1,7 +1,7 @@
 """What SFT and GRPO show on W&B beyond TRL's scalars (only with ``report_to: wandb``).
 
 - The run's config: TRL's arguments, ours and the recipe's text (``train/entry.py``), plus here
-  the base model (the first model of a chain: cold start, curriculum stages; ``train/run_records.py``),
+  the base model (the first model of a chain: curriculum stages; ``train/run_records.py``),
   the model this run started from and, for a curriculum stage, its curriculum, stage name and order.
 - A ``samples`` table: a few held-out items (``wandb_samples_path``; else the first training items,
   marked ``train``) answered by the model being trained at the start, every ``wandb_samples_steps``
