@@ -208,7 +208,7 @@ def run_grpo(args, config, tokenizer, processor, device, dtype, workdir: Path) -
     argv = [str(REPO / "recipes/grpo_synthetic.yaml"), "--model_name_or_path", str(folder),
             "--output_dir", str(workdir / "grpo"), "--synthetic_dir", str(workdir / "data"),
             "--synthetic_tasks", "visual_search", "--synthetic_count", str(args.grpo_tasks),
-            "--cold_start_steps", "0", "--environment", "tir_bench",
+            "--environment", "tir_bench",
             "--synthetic_canvas_size", str(args.canvas), "--environment_kwargs", json.dumps({"max_pixels": args.tool_px}),
             "--max_steps", str(args.grpo_steps + 1), "--per_device_train_batch_size", str(args.grpo_rows),
             "--num_generations", str(args.generations), "--max_turn_tokens", str(args.turn_tokens),

@@ -48,7 +48,7 @@ def run(chunk: int | None, args, workdir: Path, flags: tuple[str, ...] = (), nam
 
     argv = [str(REPO / "recipes/grpo_synthetic.yaml"), "--output_dir", str(workdir / f"run_{chunk}{name}"),
             "--synthetic_dir", str(workdir / "data"), "--synthetic_count", "16", "--synthetic_canvas_size", "512",
-            "--cold_start_steps", "0", "--environment", "tir_bench", "--synthetic_tasks", "jigsaw", "rotation_game",
+            "--environment", "tir_bench", "--synthetic_tasks", "jigsaw", "rotation_game",
             "spot_difference", "visual_search", "ocr",
             "--max_steps", str(args.steps + 1), "--per_device_train_batch_size", str(args.rows),
             "--num_generations", str(args.generations), "--max_turn_tokens", "64", "--max_completion_length", "256",

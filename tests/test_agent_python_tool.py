@@ -175,7 +175,7 @@ def test_grpo_rollouts_call_python_through_trls_environment_factory(tiny_model_d
         "--dataset_path", str(tmp_path / "data/grpo"), "--dataset_kind", "saved", "--environment", "synthetic",
         "--tool_set", "image+python", "--max_steps", "1", "--per_device_train_batch_size", "2", "--num_generations", "2",
         "--max_tool_calling_iterations", "2", "--max_images", "6", "--max_turn_tokens", "128",
-        "--max_completion_length", "768", "--filter_groups", "false", "--cold_start_steps", "0", "--bf16", "false",
+        "--max_completion_length", "768", "--filter_groups", "false", "--bf16", "false",
         "--activation_checkpointing", "false", "--use_cpu", "true", "--save_strategy", "no", "--logging_steps", "1",
         "--report_to", "none", "--dataloader_num_workers", "0"])
     trainer = grpo.build_trainer(script_args, config, model_args)

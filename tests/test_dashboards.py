@@ -93,20 +93,23 @@ def test_sft_logs_config_and_held_out_samples_then_eval_logs_predictions_and_the
 
 
 @pytest.mark.usefixtures("one_torch_thread")
-def test_grpo_names_the_base_model_not_the_cold_start_cache_and_samples_with_its_tools(tiny_model_dir, tmp_path):
+def test_grpo_names_the_base_model_not_the_cold_start_and_samples_with_its_tools(tiny_model_dir, tmp_path):
     from lookcloser.train import grpo
 
+    # The cold start is an earlier run (a curriculum's sft stage): one SFT step from the tiny model.
+    cold_start = sft.main(*sft.parse_args([
+        "recipes/mir_stage1.yaml", *TINY_SFT, "--model_name_or_path", str(tiny_model_dir), "--max_steps", "1",
+        "--output_dir", str(tmp_path / "sft"), "--report_to", "none", "--save_strategy", "no"]))
     grpo.main(*grpo.parse_args([
-        "recipes/grpo_synthetic.yaml", "--model_name_or_path", str(tiny_model_dir), "--output_dir",
-        str(tmp_path / "grpo"), "--synthetic_count", "2", "--synthetic_tasks", "visual_search",
-        "--cold_start_steps", "1", "--cold_start_look_steps", "0", "--max_steps", "1",
+        "recipes/grpo_synthetic.yaml", "--model_name_or_path", str(cold_start), "--output_dir",
+        str(tmp_path / "grpo"), "--synthetic_count", "2", "--synthetic_tasks", "visual_search", "--max_steps", "1",
         "--per_device_train_batch_size", "2", "--num_generations", "2", "--max_completion_length", "32",
         "--max_turn_tokens", "16", "--bf16", "false", "--use_cpu", "true", "--save_strategy", "no",
         "--logging_steps", "1", "--dataloader_num_workers", "0", "--report_to", "wandb",
         "--wandb_samples", "1", "--wandb_samples_max_new_tokens", "16"]))
     _finish_wandb()
     (run,) = offline_runs(tmp_path)
-    assert "coldstart-" in run.config["ModelConfig"]["model_name_or_path"] == run.config["start_model"]
+    assert run.config["ModelConfig"]["model_name_or_path"] == run.config["start_model"] == str(cold_start)
     assert run.config["base_model"] == str(tiny_model_dir)  # what the chain started from
     assert "recipe_text" in run.config and run.config["reward_funcs"] == ["accuracy", "format", "tool_use"]
     table = run.table("samples")

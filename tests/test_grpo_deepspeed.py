@@ -24,7 +24,7 @@ def _launch(config: str, tiny_model_dir, out_dir, *extra: str) -> subprocess.Com
         sys.executable, "-m", "accelerate.commands.launch", "--config_file", f"accelerate_configs/{config}",
         "--main_process_port", "0", "train/grpo.py", "recipes/grpo_synthetic.yaml",
         "--model_name_or_path", str(tiny_model_dir), "--output_dir", str(out_dir), "--use_cpu", "true",
-        "--max_steps", "2", "--synthetic_count", "8", "--synthetic_canvas_size", "384", "--cold_start_steps", "0",
+        "--max_steps", "2", "--synthetic_count", "8", "--synthetic_canvas_size", "384",
         "--per_device_train_batch_size", "4", "--num_generations", "4", "--max_turn_tokens", "24",
         "--max_completion_length", "64", "--entropy_coef", "0.01", "--filter_groups", "false",
         "--mask_out_of_length", "false", "--report_to", "none", *extra,

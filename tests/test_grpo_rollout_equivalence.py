@@ -68,7 +68,7 @@ def test_grpo_rollout_and_eval_episode_are_the_same(tiny_model_dir, tmp_path):
         "--dataset_path", str(tmp_path / "data/grpo"), "--dataset_kind", "saved", "--environment", "crop",
         "--max_steps", "1", "--per_device_train_batch_size", "2", "--num_generations", "2",
         "--max_tool_calling_iterations", "3", "--max_images", "6", "--max_turn_tokens", "128",
-        "--max_completion_length", "1024", "--filter_groups", "false", "--cold_start_steps", "0", *FAST])
+        "--max_completion_length", "1024", "--filter_groups", "false", *FAST])
     trainer = grpo.build_trainer(script_args, config, model_args)
     trl_script, trl_seen = _script(box, letter)
     forcing = ScriptedLogitsProcessor(trainer.processing_class.tokenizer, trl_script)

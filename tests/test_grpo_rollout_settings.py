@@ -17,7 +17,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 def _greedy_rollout(tiny_model_dir, workdir, *flags: str) -> list[torch.Tensor]:
     argv = ["recipes/grpo_synthetic.yaml", "--model_name_or_path", str(tiny_model_dir),
             "--output_dir", str(workdir / ("run" + "_".join(flags))), "--synthetic_dir", str(workdir / "data"),
-            "--synthetic_count", "4", "--synthetic_tasks", "visual_search", "--cold_start_steps", "0",
+            "--synthetic_count", "4", "--synthetic_tasks", "visual_search",
             "--max_steps", "1", "--per_device_train_batch_size", "4", "--num_generations", "2",
             "--max_turn_tokens", "24", "--max_completion_length", "96", "--filter_groups", "false",
             "--generation_kwargs", '{"do_sample": false}', "--use_cpu", "true", "--bf16", "false",

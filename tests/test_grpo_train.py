@@ -248,7 +248,7 @@ def test_short_run_logs_metrics_and_an_image_table_to_wandb_offline(tiny_model_d
     script, config, model_args = grpo.parse_args([
         "recipes/grpo_synthetic.yaml", "--model_name_or_path", str(tiny_model_dir), "--output_dir",
         str(tmp_path / "run"), "--synthetic_count", "6", "--synthetic_canvas_size", "384", "--max_steps", "2",
-        "--cold_start_steps", "0", "--environment", "tir_bench",  # six tools: prompts long enough to truncate
+        "--environment", "tir_bench",  # six tools: prompts long enough to truncate
         "--per_device_train_batch_size", "4", "--num_generations", "2", "--max_turn_tokens", "24",
         "--max_completion_length", "64", "--max_prompt_length", "1960", "--rollout_chunk_size", "3",
         "--report_to", "wandb", "--run_name", "grpo-offline", *FAST[:-4]])

@@ -113,7 +113,7 @@ def test_grpo_checkpoint_is_plain(tiny_model_dir, tmp_path):
 
     out = grpo.main(*grpo.parse_args([
         "recipes/grpo_synthetic.yaml", "--model_name_or_path", str(tiny_model_dir), "--output_dir",
-        str(tmp_path / "grpo"), "--synthetic_count", "2", "--cold_start_steps", "0", "--max_steps", "1",
+        str(tmp_path / "grpo"), "--synthetic_count", "2", "--max_steps", "1",
         "--per_device_train_batch_size", "2", "--num_generations", "2", "--max_completion_length", "16",
         "--max_turn_tokens", "16", "--bf16", "false", "--use_cpu", "true", "--save_strategy", "no",
         "--logging_steps", "1", "--report_to", "none", "--dataloader_num_workers", "0"]))

@@ -164,7 +164,6 @@ def test_lora_output_is_a_checkpoint_for_eval_grpo_and_the_next_stage(tmp_path, 
 
     trainer = grpo.build_trainer(*grpo.parse_args(["recipes/grpo_synthetic.yaml", "--model_name_or_path", str(out),
                                                    "--synthetic_count", "2", "--output_dir", str(tmp_path / "g"),
-                                                   "--cold_start_steps", "0",
                                                    "--report_to", "none"]))
     assert all(torch.equal(p.detach().cpu(), merged[n]) for n, p in trainer.model.named_parameters())
 

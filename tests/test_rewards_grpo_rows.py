@@ -54,7 +54,7 @@ def test_the_command_stops_before_the_model_loads(tmp_path):
     (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     env = {**os.environ, "HF_DATASETS_DISABLE_PROGRESS_BARS": "1", "LOOKCLOSER_CACHE": str(tmp_path / "cache")}
     done = subprocess.run([sys.executable, str(REPO / "train" / "grpo.py"), str(REPO / "recipes" / "grpo_synthetic.yaml"),
-                           "--dataset_path", "rows.jsonl", "--output_dir", "out", "--cold_start_steps", "0",
+                           "--dataset_path", "rows.jsonl", "--output_dir", "out",
                            "--environment", "none"], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=300, check=False)
     assert done.returncode == 2, done.stderr[-3000:]
