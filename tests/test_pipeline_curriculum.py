@@ -40,7 +40,7 @@ def test_every_stage_ran_and_the_table_has_every_column_and_row(pipeline):
     recipe = yaml.safe_load(RECIPE.read_text())
     stages = [s["name"] for s in recipe["stages"]]
     assert all((pipeline["root"] / name / "curriculum_done.json").is_file() for name in stages)
-    assert [s for s in recipe["stages"] if s["name"] == "eval"][0]["benchmarks"] == EVALUATED
+    assert next(s for s in recipe["stages"] if s["name"] == "eval")["benchmarks"] == EVALUATED
     assert pipeline["table"]["columns"] == EVALUATED  # the registry's order, the columns the stage evaluated
     assert list(pipeline["rows"]) == ["untrained", "mir_stage4", "sft", "grpo", "grpo, gray images",
                                       "grpo, tools off"]
