@@ -101,10 +101,13 @@ def test_a_mistake_under_accelerate_launch_q_is_our_line_last(tmp_path):
 
 @pytest.mark.slow  # about 17 s: one training start
 def test_ctrl_c_to_the_process_group_is_one_line_exit_130_and_nothing_left(tmp_path):
+    from testing.sigint import children_take_sigint
+
     out = tmp_path / "run"
-    proc = subprocess.Popen([*LAUNCH, *SFT, "--output_dir", str(out), "--max_steps", "5000", "--save_strategy", "steps",
-                             "--save_steps", "2"], cwd=REPO, env={**_env(tmp_path), "PYTHONWARNINGS": "ignore"},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    with children_take_sigint():  # as a terminal's foreground command, even when CI runs pytest in the background
+        proc = subprocess.Popen([*LAUNCH, *SFT, "--output_dir", str(out), "--max_steps", "5000", "--save_strategy",
+                                 "steps", "--save_steps", "2"], cwd=REPO, env={**_env(tmp_path), "PYTHONWARNINGS": "ignore"},
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         deadline = time.monotonic() + 240
         while not any(out.glob("checkpoint-*/trainer_state.json")):  # training, with a whole checkpoint kept

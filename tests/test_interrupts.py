@@ -26,14 +26,11 @@ def _interrupted(argv: list[str], cwd: Path, ready: Callable[[], bool], timeout:
     # PYTHONFAULTHANDLER: a child that never ends is sent SIGABRT and prints every thread's stack.
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled", "PYTHONWARNINGS": "ignore",
            "LOOKCLOSER_CACHE": str(cwd / ".cache"), "PYTHONFAULTHANDLER": "1"}
-    # A test runner started as a background job ignores SIGINT, and a child inherits an ignored signal
-    # (a handler, by contrast, is reset to the default across exec): handle it while the child starts.
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
+    from testing.sigint import children_take_sigint
+
+    with children_take_sigint():
         proc = subprocess.Popen([sys.executable, *argv], cwd=cwd, env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, text=True)
-    finally:
-        signal.signal(signal.SIGINT, previous)
     deadline = time.monotonic() + timeout
     while not ready():
         assert proc.poll() is None, f"ended before the interrupt: {proc.communicate()[1][-3000:]}"
