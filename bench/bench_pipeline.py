@@ -14,6 +14,7 @@ the idle 2-core machine (issue 40). The machine may be shared: times are wall-cl
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -40,7 +41,8 @@ def main() -> None:
     work = Path(args.work or tempfile.mkdtemp(prefix="bench_pipeline_"))
     work.mkdir(parents=True, exist_ok=True)
     started = time.time()
-    result = run_pipeline(work, None, REDUCED if args.reduced else ())
+    with contextlib.redirect_stdout(sys.stderr):  # the stages' logs to stderr: stdout is the JSON alone
+        result = run_pipeline(work, None, REDUCED if args.reduced else ())
     wall = time.time() - started
     stages = {}
     for done in sorted(result["root"].glob("*/curriculum_done.json"), key=lambda p: p.stat().st_mtime):
