@@ -36,7 +36,7 @@ def main() -> None:
     os.environ.setdefault("WANDB_MODE", "offline")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from testing.pipeline_run import REDUCED, run_pipeline, targets
+    from testing.pipeline_run import REDUCED, figures, run_pipeline, targets
 
     work = Path(args.work or tempfile.mkdtemp(prefix="bench_pipeline_"))
     work.mkdir(parents=True, exist_ok=True)
@@ -52,8 +52,7 @@ def main() -> None:
         "bench": "pipeline", "date": date.today().isoformat(), "machine": f"{platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} cores", "recipe": "recipes/mir_curriculum.yaml", "reduced": list(REDUCED) if args.reduced else [],
         "wall_seconds": round(wall, 1), "wall_minutes": round(wall / 60, 1), "stage_seconds": stages,
-        "table": {label: {bench: round(v["value"], 3) for bench, v in row["values"].items()}
-                  for label, row in result["rows"].items()},
+        "table": figures(result["table"]),
         "references": result["table"]["references"], "targets": met, "all_targets_met": all(met.values()),
         "comparison": str(result["root"] / "eval" / "comparison.md"),
     }, indent=1))

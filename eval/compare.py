@@ -58,10 +58,8 @@ def collect(runs: list[tuple[str, Path]]) -> dict:
         rows.append(_row(label, json.loads(path.read_text(encoding="utf-8"))))
     # the registry's order, only the benchmarks some row was evaluated on (an empty column says nothing)
     columns = [bench for bench, _, _ in COLUMNS if any(bench in r["values"] for r in rows)]
-    references = {}
-    for bench in columns:
-        priors = [r["values"][bench]["answer_prior"] for r in rows if bench in r["values"]]
-        references[bench] = priors[0] if priors else None
+    references = {bench: next(r["values"][bench]["answer_prior"] for r in rows if bench in r["values"])
+                  for bench in columns}
     return {"columns": columns, "references": references, "rows": rows}
 
 
@@ -98,7 +96,7 @@ def markdown(table: dict, title: str = "Held-out comparison") -> str:
 def chart(table: dict, path: Path, title: str) -> Path:
     from lookcloser.plots import comparison_chart
 
-    columns = [b for b in table["columns"] if any(b in r["values"] for r in table["rows"])]
+    columns = table["columns"]  # collect's: only benchmarks some row was evaluated on
     values = [[r["values"][b]["value"] if b in r["values"] else None for b in columns] for r in table["rows"]]
     return comparison_chart([r["label"] for r in table["rows"]], [TITLES[b] for b in columns], values,
                             {TITLES[b]: table["references"][b] for b in columns

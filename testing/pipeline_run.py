@@ -59,6 +59,11 @@ def run_pipeline(root: Path, model: str | None = None, overrides: tuple[str, ...
     return {"root": root / "run", "recipe": path, "table": table, "rows": {r["label"]: r for r in table["rows"]}}
 
 
+def figures(table: dict) -> dict[str, dict[str, float]]:
+    """Each row's headline value per benchmark, to three places: what the test and the bench print."""
+    return {row["label"]: {bench: round(v["value"], 3) for bench, v in row["values"].items()} for row in table["rows"]}
+
+
 def _values(rows: dict, bench: str) -> dict[str, float]:
     return {label: row["values"][bench]["value"] for label, row in rows.items() if bench in row["values"]}
 
