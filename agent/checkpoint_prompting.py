@@ -46,7 +46,7 @@ def prompting_of(first_row: dict, mir_stage: int | None) -> dict:
 
 def prompting_by_benchmark(rows) -> dict[str, dict]:
     """Each benchmark's prompting in an SFT data set whose rows name their ``data_source`` (a mixed cold
-    start, train/mixed_tasks.py): the prompting of that benchmark's first row. ``rows``: a ``datasets.Dataset``
+    start, data_builders/commands/mixed_tasks.py): the prompting of that benchmark's first row. ``rows``: a ``datasets.Dataset``
     or any sequence of row dicts; {} when no row names a benchmark.
 
     >>> rows = [{"data_source": "disbench", "messages": [], "tools": ""}, {"data_source": "", "messages": []}]

@@ -34,7 +34,7 @@ ENVIRONMENTS: dict[str, type[ToolEnv]] = {
     "crop+python": PythonCropToolEnv,  # crop + python: recipes/code_curriculum.yaml
 }
 # The benchmark whose tasks each environment plays (the synthetic tasks are TIR-Bench's format). Rows of an SFT
-# data set carry no data_source; a mixed one (train/mixed_tasks.py) gets it from here, so that the checkpoint
+# data set carry no data_source; a mixed one (data_builders/commands/mixed_tasks.py) gets it from here, so that the checkpoint
 # records each benchmark's tools for eval.
 BENCHMARK_OF_ENVIRONMENT: dict[str, str] = {
     "tir_bench": "tir_bench", "mir": "mir", "synthetic": "tir_bench", "crop": "tir_bench",

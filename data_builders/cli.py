@@ -1,4 +1,5 @@
-"""``python -m data_builders {mir,imagenet-think,synthetic,difficulty,heldout} ... --out DIR``.
+"""``python -m data_builders {mir,imagenet-think,synthetic,difficulty,heldout} ... --out DIR``, and the
+curricula's data stages: ``python -m data_builders {tool-tasks,search-tasks,mixed-tasks,imagenet-think-data}``.
 
 Every command writes a Hugging Face data set (``save_to_disk`` layout, or ``--format parquet``)
 with a progress bar, then prints a summary: read N, written M, skipped K by reason.
@@ -9,7 +10,8 @@ before anything is read or written (one ``error:`` line, exit 2); Ctrl-C leaves 
 
 A command is a dataclass of its flags (``BuildArguments`` plus its own; its ``__post_init__``
 checks them, ``POSITIONAL`` names the fields that need no flag) and a function that builds from
-it, both in ``COMMANDS``: adding a command is adding those two and a row.
+it, both in ``COMMANDS``: adding a command is adding those two and a row. A curriculum's data stage
+(``data_builders/commands/``) is a row too: its recipe keys are its flags (or a YAML recipe first).
 """
 
 from __future__ import annotations
@@ -30,6 +32,12 @@ from lookcloser.checks import (
     did_you_mean,
 )
 from lookcloser.cli import Interrupted, run
+from lookcloser.data_builders.commands import (
+    imagenet_think_data,
+    mixed_tasks,
+    search_benchmark_tasks,
+    tool_tasks,
+)
 from lookcloser.data_builders.heldout import HeldoutArguments
 from lookcloser.data_builders.heldout import main as heldout_main
 from lookcloser.data_builders.output import FORMATS, ON_ERROR, BuildReport
@@ -256,18 +264,30 @@ class Command(NamedTuple):
     main: Callable[[list[str]], int] | None = None  # a command with its own main (no records read: no report)
 
 
+def stage_main(stage, name: str) -> Callable[[list[str]], int]:
+    """A curriculum data stage as a command: its own recipe parser (a YAML recipe and/or its keys as flags)."""
+    prog = f"{PROG} {name}"
+    return lambda argv: run(stage.main, lambda: stage.parse_args(argv, prog=prog), prog=prog, argv=argv)
+
+
 COMMANDS = {
     "mir": Command(MirArguments, build_mir_sets),
     "imagenet-think": Command(ImagenetThinkArguments, build_imagenet_think_set, "traces"),
     "synthetic": Command(SyntheticArguments, build_synthetic_sets, "source-image draws"),
     "difficulty": Command(DifficultyArguments, build_difficulty_set),
     "heldout": Command(HeldoutArguments, None, main=heldout_main),
+    "tool-tasks": Command(tool_tasks.ToolTaskArguments, None, main=stage_main(tool_tasks, "tool-tasks")),
+    "search-tasks": Command(search_benchmark_tasks.SearchTaskArguments, None,
+                            main=stage_main(search_benchmark_tasks, "search-tasks")),
+    "mixed-tasks": Command(mixed_tasks.MixedTaskArguments, None, main=stage_main(mixed_tasks, "mixed-tasks")),
+    "imagenet-think-data": Command(imagenet_think_data.ImageNetThinkDataArguments, None,
+                                   main=stage_main(imagenet_think_data, "imagenet-think-data")),
 }
 
 
 def overview() -> str:
     lines = [f"usage: {PROG} COMMAND [ARGUMENTS] --out DIR", "", __doc__.split("\n\n")[1], "", "commands:"]
-    lines += [f"  {name:16s}{command.arguments.__doc__}" for name, command in COMMANDS.items()]
+    lines += [f"  {name:20s}{command.arguments.__doc__}" for name, command in COMMANDS.items()]
     return "\n".join([*lines, "", f"`{PROG} COMMAND --help` lists a command's flags."]) + "\n"
 
 
@@ -306,7 +326,7 @@ def build(name: str, args: BuildArguments) -> BuildReport:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     own = COMMANDS[argv[0]].main if argv and argv[0] in COMMANDS else None
-    if own is not None:  # held-out benchmark folders: a command of its own (data_builders.heldout)
+    if own is not None:  # heldout and the curricula's data stages parse their own arguments
         return own(argv[1:])
     return run(build, lambda: parse_command(argv), prog=PROG, argv=argv)
 

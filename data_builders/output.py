@@ -10,6 +10,7 @@ sibling folder and renamed into place at the end: a failed build leaves no half 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shutil
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from lookcloser.data_builders.records import RecordError
+
+logger = logging.getLogger(__name__)
 
 FORMATS = ("hf", "parquet")
 ON_ERROR = ("fail", "skip")
@@ -222,3 +225,16 @@ def load_records(path: str | Path):
     if path.suffix not in (".parquet", ".jsonl"):
         raise RecordError(path, None, None, "expected an MIR .json, a .parquet/.jsonl file or a saved data set folder")
     return load_dataset("parquet" if path.suffix == ".parquet" else "json", data_files=str(path), split="train")
+
+
+def build_or_keep(target: Path, wanted: dict, make) -> Path:
+    """``make(target)`` unless ``target/settings.json`` says it was built with ``wanted`` already."""
+    marker = target / "settings.json"
+    if marker.is_file() and json.loads(marker.read_text(encoding="utf-8")) == wanted:
+        logger.info("kept (same settings) %s", target)
+        return target
+    marker.unlink(missing_ok=True)  # until the new build is whole, no marker says it is there
+    make(target)
+    marker.write_text(json.dumps(wanted, indent=1) + "\n", encoding="utf-8")
+    logger.info("built %s", target)
+    return target

@@ -6,7 +6,7 @@ each question, the user turn exactly as ``python -m eval``'s loader builds it, t
 environment's ``reset`` reads, the gold the reward scores against, and two oracle plans: the one
 that needs the tools and the look, and the shortcut a model can take without them (DISBench: return
 every photo the metadata filter finds; ImageMining: answer at once). ``agent.oracle`` renders the
-plans through the agent's own environment into SFT trajectories; ``train/search_tasks.py`` writes
+plans through the agent's own environment into SFT trajectories; ``data_builders/commands/search_benchmark_tasks.py`` writes
 them with the GRPO prompts.
 """
 

@@ -1,6 +1,6 @@
 """Parsing for every command, on TRL's parser (transformers' ``HfArgumentParser`` underneath).
 
-Recipe commands (``train/sft.py``, ``train/grpo.py``, ``train/grpo_tasks.py``, ``python -m eval``)
+Recipe commands (``train/sft.py``, ``train/grpo.py``, ``data_builders/commands/tool_tasks.py``, ``python -m eval``)
 use ``parse_recipe``: ``train/sft.py recipes/x.yaml --learning_rate 1e-4`` and ``train/sft.py
 --config recipes/x.yaml`` both work; a recipe is a flat YAML file whose keys map 1:1 to fields,
 read once, and flags override it. Flag commands (``python -m data_builders CMD``,

@@ -163,9 +163,9 @@ def test_grpo_rollouts_call_python_through_trls_environment_factory(tiny_model_d
     import functools
 
     from lookcloser.agent.oracle import build_synthetic
+    from lookcloser.data_builders.grpo_rows import BUNDLED_IMAGES
     from lookcloser.data_builders.synthetic import SyntheticConfig
     from lookcloser.train import grpo
-    from lookcloser.train.grpo_lib.data import BUNDLED_IMAGES
 
     build_synthetic(BUNDLED_IMAGES, tmp_path / "data", 1, SyntheticConfig(seed=5, tasks=("visual_search",)),
                     progress=False, environment="synthetic")
@@ -208,9 +208,9 @@ def test_oracle_trajectories_solve_spot_the_difference_with_one_program(tmp_path
     program run in the real sandbox, whose printed line is the gold answer the trajectory copies; a kind
     no program solves here keeps its crop oracle."""
     from lookcloser.agent.oracle import build_synthetic
+    from lookcloser.data_builders.grpo_rows import BUNDLED_IMAGES
     from lookcloser.data_builders.output import load_output
     from lookcloser.data_builders.synthetic import SyntheticConfig
-    from lookcloser.train.grpo_lib.data import BUNDLED_IMAGES
 
     build_synthetic(BUNDLED_IMAGES, tmp_path, 6, SyntheticConfig(seed=3, tasks=("spot_difference", "jigsaw")),
                     progress=False, environment="synthetic+python")

@@ -91,6 +91,17 @@ def test_missing_stage_data_fails_before_training(tmp_path, capsys):
     assert not (tmp_path / "run").exists()
 
 
+def test_a_data_stage_at_its_old_train_path_names_its_new_home(tmp_path, capsys):
+    recipe = _recipe(tmp_path, stages=[{"name": "data", "script": "train/grpo_tasks.py", "use_defaults": False,
+                                        "makes_model": False}, {"name": "mir_stage1", "mir_stage": 1}])
+    assert main([str(recipe)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [("error: stage 'data': train/grpo_tasks.py moved to data_builders: set "
+                   "`script: data_builders/commands/tool_tasks.py` (the same keys; also "
+                   "`python -m data_builders tool-tasks`)")]
+    assert not (tmp_path / "run").exists()
+
+
 def test_default_recipe_plans_the_whole_pipeline():
     stages = plan(REPO / "recipes" / "mir_curriculum.yaml")
     names = ["photo_data", "web_data", "photo_warmup", "imagenet_think_data", "imagenet_think", "mir_stage1",

@@ -118,6 +118,32 @@ def test_module_entry_point(mir_dir):
     assert "read 4 records, written 4 (4 rows), skipped 0" in proc.stdout
 
 
+def test_every_data_stage_is_a_command_listed_by_help():
+    """The curricula's data stages (data_builders/commands/) and heldout are rows of the one command table."""
+    from lookcloser.data_builders.cli import COMMANDS
+
+    proc = subprocess.run([sys.executable, "-m", "data_builders", "--help"], cwd=REPO, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    listed = {line.split()[0] for line in proc.stdout.split("commands:")[1].splitlines() if line.startswith("  ")}
+    stages = {p.stem for p in (REPO / "data_builders" / "commands").glob("*.py")} - {"__init__"}
+    assert listed == set(COMMANDS) >= {"heldout", "tool-tasks", "search-tasks", "mixed-tasks", "imagenet-think-data"}
+    assert len(stages) == 4 and not (REPO / "train" / "grpo_tasks.py").exists()
+
+
+def test_a_data_stage_runs_as_a_command(tmp_path):
+    out = tmp_path / "think"
+    argv = [sys.executable, "-m", "data_builders", "imagenet-think-data", "--output_dir", str(out), "--rows", "3"]
+    proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    from lookcloser.data_builders.output import load_output
+
+    assert len(load_output(out / "sft")) == 6  # two traces per generated picture
+    bad = subprocess.run([*argv[:4], "--output_dir", str(tmp_path / "x"), "--rows", "0"], cwd=REPO,
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert bad.returncode == 2 and bad.stderr.strip() == "error: rows must be >= 1, got 0"
+
+
 def test_symlinks_out_of_the_root_are_refused(mir_dir, capsys):
     root = mir_dir / "images"
     good = json.loads((mir_dir / "good.json").read_text())[0]

@@ -230,7 +230,7 @@ def test_visual_search_needs_the_named_cell_and_its_crop_shows_the_target_large_
 
     budget = load_processor(str(tiny_model_dir)).image_processor.size["longest_edge"]
     cfg = SyntheticConfig(seed=3, tasks=("visual_search",), model_pixels=budget)
-    from lookcloser.train.grpo_lib.data import BUNDLED_IMAGES
+    from lookcloser.data_builders.grpo_rows import BUNDLED_IMAGES
 
     build_synthetic(BUNDLED_IMAGES, tmp_path / "out", 6, cfg, progress=False, environment="crop")
     records = json.loads((tmp_path / "out/TIR-Bench.json").read_text())
@@ -260,7 +260,7 @@ def test_look_records_ask_the_question_of_the_oracles_crop_alone(tmp_path):
     crop), its answer turn the trajectory's."""
     from datasets import load_from_disk
 
-    from lookcloser.train.grpo_lib.data import BUNDLED_IMAGES
+    from lookcloser.data_builders.grpo_rows import BUNDLED_IMAGES
 
     cfg = SyntheticConfig(seed=5, tasks=("visual_search",))
     outs = build_synthetic(BUNDLED_IMAGES, tmp_path / "out", 4, cfg, progress=False, environment="crop")

@@ -1,4 +1,4 @@
-"""One GRPO run over several kinds of task (train/mixed_tasks.py, ``environment: per_row``): each row is
+"""One GRPO run over several kinds of task (data_builders/commands/mixed_tasks.py, ``environment: per_row``): each row is
 played in its own environment and shown its tools only, scored by its own benchmark, and the checkpoint
 records every benchmark's environment for eval."""
 
@@ -11,11 +11,11 @@ import pytest
 
 from lookcloser.agent.environments import ENVIRONMENTS
 from lookcloser.agent.toolkit import tool_names
+from lookcloser.data_builders.commands.mixed_tasks import MixedTaskArguments, mix
+from lookcloser.data_builders.commands.mixed_tasks import main as mix_main
+from lookcloser.data_builders.commands.mixed_tasks import parse_args as mix_args
 from lookcloser.errors import RecipeError
 from lookcloser.train import grpo
-from lookcloser.train.mixed_tasks import MixedTaskArguments, mix
-from lookcloser.train.mixed_tasks import main as mix_main
-from lookcloser.train.mixed_tasks import parse_args as mix_args
 from testing.wandb_offline import offline_runs
 from tests.conftest import REPO
 
@@ -28,11 +28,11 @@ KINDS = {"imagemining": "web_search", "disbench": "photo_search", "tir_bench": "
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory, tiny_model_dir) -> dict[str, Path]:
     """A saved GRPO data set of each kind, as the curricula's data stages write them."""
-    from lookcloser.train.grpo_lib.data import mir_grpo_dataset
-    from lookcloser.train.grpo_tasks import ToolTaskArguments
-    from lookcloser.train.grpo_tasks import build as build_tool_tasks
-    from lookcloser.train.search_tasks import SearchTaskArguments
-    from lookcloser.train.search_tasks import build as build_search_tasks
+    from lookcloser.data_builders.commands.search_benchmark_tasks import SearchTaskArguments
+    from lookcloser.data_builders.commands.search_benchmark_tasks import build as build_search_tasks
+    from lookcloser.data_builders.commands.tool_tasks import ToolTaskArguments
+    from lookcloser.data_builders.commands.tool_tasks import build as build_tool_tasks
+    from lookcloser.data_builders.grpo_rows import mir_grpo_dataset
 
     root = tmp_path_factory.mktemp("sources")
     web = build_search_tasks(SearchTaskArguments(benchmark="imagemining", count=8, worlds=2, heldout_count=0,

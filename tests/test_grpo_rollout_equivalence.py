@@ -50,10 +50,10 @@ def test_grpo_rollout_and_eval_episode_are_the_same(tiny_model_dir, tmp_path):
     from lookcloser.agent.loop import run_episodes
     from lookcloser.agent.models import load_model, load_processor
     from lookcloser.agent.oracle import build_synthetic
+    from lookcloser.data_builders.grpo_rows import BUNDLED_IMAGES
     from lookcloser.data_builders.output import load_output
     from lookcloser.data_builders.synthetic import SyntheticConfig
     from lookcloser.rewards import get_reward_funcs
-    from lookcloser.train.grpo_lib.data import BUNDLED_IMAGES
     from testing.scripted import ScriptedLogitsProcessor
 
     build_synthetic(BUNDLED_IMAGES, tmp_path / "data", 1, SyntheticConfig(seed=5, tasks=("visual_search",)),

@@ -61,8 +61,8 @@ def test_reward_weights_must_match_reward_funcs():
 
 
 def test_mir_questions_become_scored_prompts(sample_mir):
+    from lookcloser.data_builders.grpo_rows import mir_grpo_dataset
     from lookcloser.rewards import REGISTRY
-    from lookcloser.train.grpo_lib.data import mir_grpo_dataset
 
     rows = mir_grpo_dataset(sample_mir, stage=4)
     assert len(rows) == 64 and rows[0]["data_source"] == "mir" and rows[0]["task"] == "colour"
@@ -77,9 +77,9 @@ def test_mir_questions_become_scored_prompts(sample_mir):
 
 def test_disbench_queries_open_their_collection(tmp_path):
     from lookcloser.agent.environments import PhotoCollectionEnv
+    from lookcloser.data_builders.grpo_rows import disbench_grpo_dataset
     from lookcloser.eval.fixtures import write_disbench
     from lookcloser.rewards import REGISTRY
-    from lookcloser.train.grpo_lib.data import disbench_grpo_dataset
 
     fixture = write_disbench(tmp_path / "DISBench")
     rows = disbench_grpo_dataset(fixture["root"] / "queries.jsonl", fixture["root"])
@@ -109,12 +109,13 @@ def test_disbench_recipe_runs_on_a_generated_collection(tiny_model_dir, tmp_path
 
 
 def test_synthetic_default_is_generated_once(tmp_path):
-    from lookcloser.train.grpo_lib.data import synthetic_dataset
+    from lookcloser.agent.oracle import build_synthetic
+    from lookcloser.data_builders.grpo_rows import synthetic_dataset
 
-    first = synthetic_dataset(tmp_path, count=5, seed=3, canvas_size=384)
+    first = synthetic_dataset(tmp_path, build_synthetic, count=5, seed=3, canvas_size=384)
     marker = next(tmp_path.glob("*/settings.json"))
     stamp = marker.stat().st_mtime_ns
-    again = synthetic_dataset(tmp_path, count=5, seed=3, canvas_size=384)
+    again = synthetic_dataset(tmp_path, build_synthetic, count=5, seed=3, canvas_size=384)
     assert marker.stat().st_mtime_ns == stamp and again["reward_info"] == first["reward_info"]
     assert sorted(set(first["task"])) == ["jigsaw", "ocr", "rotation_game", "spot_difference", "visual_search"]
     assert (marker.parent / "sft").is_dir()  # the oracle trajectories for the cold start come with it
@@ -201,7 +202,7 @@ def _first_round_constant(reward):
 @pytest.mark.parametrize("base_reward, rounds, seed", [(_odd_a_count, 3, 1), (_rare_e, 1, 0)])
 def test_group_filtering_refills_the_batch(base_reward, rounds, seed, tiny_model_dir, tmp_path, sample_mir):
     from lookcloser.agent.models import load_processor
-    from lookcloser.train.grpo_lib.data import mir_grpo_dataset
+    from lookcloser.data_builders.grpo_rows import mir_grpo_dataset
     from lookcloser.train.grpo_lib.filtering import loss_tokens
     from lookcloser.train.grpo_lib.trainer import LookcloserGRPOTrainer
 

@@ -46,7 +46,7 @@ def test_same_seed_same_data_other_seed_other_data(heldout, tmp_path):
 def test_no_held_out_picture_or_item_is_in_a_training_split(heldout, tmp_path, tiny_model_dir):
     """Training pictures: the bundled MIR folders (the curriculum and the tool tasks' sources) and a tool
     curriculum training split built as the recipe builds it."""
-    from lookcloser.train.grpo_tasks import ToolTaskArguments, build
+    from lookcloser.data_builders.commands.tool_tasks import ToolTaskArguments, build
 
     built = build(ToolTaskArguments(output_dir=str(tmp_path / "tool"), count=10, heldout_count=0,
                                     model_name_or_path=str(tiny_model_dir)))

@@ -16,10 +16,13 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 LAYERS = ("basics", "rewards", "data_builders", "agent", "train", "eval")
+COMMAND_MODULES = {f"lookcloser.data_builders.commands.{p.stem}" for p in (REPO / "data_builders" / "commands").glob("*.py")
+                   if p.stem != "__init__"}  # the curricula's data stages, commands of data_builders.cli
 ENTRY_POINTS = {
-    "lookcloser.data_builders.cli", "lookcloser.data_builders.__main__", "lookcloser.eval.__main__",
+    "lookcloser.data_builders.cli", "lookcloser.data_builders.__main__", "lookcloser.eval.__main__", *COMMAND_MODULES,
 }
-PRODUCT_ENTRY_IMPORTS_ALLOWED = {"lookcloser.data_builders.__main__": {"lookcloser.data_builders.cli"}}
+PRODUCT_ENTRY_IMPORTS_ALLOWED = {"lookcloser.data_builders.__main__": {"lookcloser.data_builders.cli"},
+                                 "lookcloser.data_builders.cli": COMMAND_MODULES}
 
 
 def _module_name(path: Path) -> str:

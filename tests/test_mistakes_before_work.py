@@ -24,7 +24,7 @@ SFT = [str(REPO / "train" / "sft.py"), str(REPO / "recipes" / "mir_stage1.yaml")
        "--images_root", str(SAMPLE)]
 GRPO = [str(REPO / "train" / "grpo.py"), str(REPO / "recipes" / "grpo_synthetic.yaml"),
         "--synthetic_images", str(SAMPLE)]
-TOOL_TASKS = [str(REPO / "train" / "grpo_tasks.py"), "--images", str(SAMPLE)]
+TOOL_TASKS = ["-m", "lookcloser.data_builders", "tool-tasks", "--images", str(SAMPLE)]
 CURRICULUM = [str(REPO / "train" / "curriculum.py"), str(REPO / "recipes" / "tool_curriculum.yaml")]
 EVAL = ["-m", "lookcloser.eval"]
 BUILD = ["-m", "lookcloser.data_builders"]
@@ -40,7 +40,7 @@ MISTAKES = [
     ([*GRPO, "--environment", "cropp"], "environment: unknown name 'cropp'; did you mean crop?"),
     ([*TOOL_TASKS, "--direct_ratio", "1.5"], "direct_ratio must be between 0 and 1, got 1.5"),
     # Not a dry run: the checks of every stage run before the first stage (the data stage) starts.
-    ([*CURRICULUM, "--set", "data.direct_ratio=1.5"], "stage 'data' (train/grpo_tasks.py): direct_ratio must be"),
+    ([*CURRICULUM, "--set", "data.direct_ratio=1.5"], "stage 'data' (data_builders/commands/tool_tasks.py): direct_ratio must be"),
     ([*CURRICULUM, "--skip", "looks"], "--skip names no stage: ['looks']"),
     ([*EVAL, "--model", str(REPO / "README.md")], "README.md is a file, not a model folder"),
     ([*EVAL, "--model", "outputs/nope"], "outputs/nope: model folder not found"),

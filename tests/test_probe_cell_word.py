@@ -18,7 +18,7 @@ import probe_cell_word  # bench/ is not a package: imported by path (above)
 
 @pytest.fixture(scope="module")
 def sft_split(tmp_path_factory, tiny_model_dir) -> Path:
-    from lookcloser.train.grpo_tasks import ToolTaskArguments, build
+    from lookcloser.data_builders.commands.tool_tasks import ToolTaskArguments, build
 
     built = build(ToolTaskArguments(output_dir=str(tmp_path_factory.mktemp("probe")), count=6, heldout_count=1,
                                     model_name_or_path=str(tiny_model_dir)))

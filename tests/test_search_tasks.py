@@ -1,5 +1,5 @@
 """The search curricula's data: ImageMining-format flags with their offline corpus, the DISBench and
-ImageMining training splits (train/search_tasks.py) and their held-out folders, read by eval's loaders."""
+ImageMining training splits (data_builders/commands/search_benchmark_tasks.py) and their held-out folders, read by eval's loaders."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from lookcloser.data_builders.commands.search_benchmark_tasks import SearchTaskArguments, build
 from lookcloser.data_builders.sample_imagemining import world_flags, write_imagemining
-from lookcloser.train.search_tasks import SearchTaskArguments, build
 
 
 def _built(tmp_path_factory, **settings) -> dict:

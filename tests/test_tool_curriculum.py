@@ -25,8 +25,8 @@ def test_tool_curriculum_plan_and_model_override(tmp_path):
 def test_data_stage_builds_train_and_held_out_roots(tmp_path, tiny_model_dir):
     import json
 
+    from lookcloser.data_builders.commands.tool_tasks import ToolTaskArguments, build
     from lookcloser.eval.loaders import load_tir_bench
-    from lookcloser.train.grpo_tasks import ToolTaskArguments, build
 
     built = build(ToolTaskArguments(output_dir=str(tmp_path), count=3, heldout_count=2,
                                     model_name_or_path=str(tiny_model_dir)))
@@ -43,7 +43,7 @@ def test_direct_ratio_mixes_answers_without_a_tool_into_the_training_cold_start(
     from datasets import load_from_disk
 
     from lookcloser.agent.oracle import DIRECT_THINK
-    from lookcloser.train.grpo_tasks import ToolTaskArguments, build
+    from lookcloser.data_builders.commands.tool_tasks import ToolTaskArguments, build
 
     built = build(ToolTaskArguments(output_dir=str(tmp_path), count=12, heldout_count=4, direct_ratio=0.5,
                                     model_name_or_path=str(tiny_model_dir)))
@@ -66,8 +66,8 @@ def test_direct_ratio_mixes_answers_without_a_tool_into_the_training_cold_start(
 def test_replay_mixes_an_earlier_stage_s_records_in_after_the_stage_s_own(tmp_path, tiny_model_dir):
     """The pipeline's look and cold-start stages replay MIR stage 4: the tool records first, unchanged, then
     the replayed MIR records in the same columns, with no tool schemas (templated as their own stage was)."""
+    from lookcloser.data_builders.commands.tool_tasks import ToolTaskArguments, build
     from lookcloser.data_builders.mir import mir_sft_dataset
-    from lookcloser.train.grpo_tasks import ToolTaskArguments, build
     from lookcloser.train.sft import SFTScriptArguments, load_sft_dataset
 
     built = build(ToolTaskArguments(output_dir=str(tmp_path), count=3, heldout_count=0,

@@ -70,10 +70,10 @@ def check_sft(script_args, training_args, model_args, planned: Iterable[str | Pa
 
 def check_grpo(script_args, training_args, model_args, planned: Iterable[str | Path] = ()) -> None:
     from lookcloser.agent.environments import ENVIRONMENTS, check_tool_set
+    from lookcloser.data_builders.grpo_rows import resolve_path
     from lookcloser.data_builders.synthetic import TASKS
     from lookcloser.rewards import REGISTRY
     from lookcloser.train.entry import check_output_dir
-    from lookcloser.train.grpo_lib.data import resolve_path
 
     check_training(training_args, model_args, planned)
     check_output_dir(script_args, training_args, model_args)
@@ -87,7 +87,7 @@ def check_grpo(script_args, training_args, model_args, planned: Iterable[str | P
                    environment=script_args.environment)
     if script_args.environment == "per_row" and not (script_args.dataset_path or script_args.dataset_name):
         raise RecipeError("environment: per_row reads each row's `environment` column: set dataset_path (e.g. a "
-                          "data set written by train/mixed_tasks.py) or dataset_name")
+                          "data set written by data_builders/commands/mixed_tasks.py) or dataset_name")
     check_names("synthetic_tasks", script_args.synthetic_tasks, TASKS)
     check_names("dataset_kind", [script_args.dataset_kind], ("auto", "saved", "mir", "disbench", "records"))
     if script_args.dataset_path:

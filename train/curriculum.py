@@ -89,7 +89,7 @@ class Stage:
     script: str
     config: dict  # the stage script's full recipe
     output_dir: Path
-    makes_model: bool = True  # false: a data stage (train/grpo_tasks.py), outside the checkpoint chain
+    makes_model: bool = True  # false: a data stage (data_builders/commands/), outside the checkpoint chain
 
     @property
     def marker(self) -> Path:
@@ -194,11 +194,15 @@ def check_stages(stages: list[Stage], recipe_path: str | Path = "the curriculum 
     from lookcloser.recipes import CommandLine
 
     for k, stage in enumerate(stages):
+        moved = MOVED_SCRIPTS.get(Path(stage.script).as_posix().removeprefix("./"))
+        if moved:
+            raise CurriculumError(f"stage {stage.name!r}: {stage.script} moved to data_builders: set `script: {moved[0]}` "
+                                  f"(the same keys; also `python -m data_builders {moved[1]}`)")
         try:
             module = importlib.import_module(_module_name(stage.script))
         except ModuleNotFoundError as err:
             raise CurriculumError(f"stage {stage.name!r}: script {stage.script} not found (train/sft.py, train/grpo.py "
-                                  "and train/grpo_tasks.py are stage scripts)") from err
+                                  "and data_builders/commands/*.py are stage scripts)") from err
         recipe = Recipe.of(_owned_folder(stage), str(recipe_path))
         try:
             module.parse_args(CommandLine(recipe, ()), planned=[s.output_dir for s in stages[:k]])
@@ -286,6 +290,13 @@ def _module_name(script: str) -> str:
     return "lookcloser." + script.removesuffix(".py").replace("/", ".").replace("\\", ".")
 
 
+# The data stages that once lived in train/: their home and command now (a stage naming the old path gets one line).
+MOVED_SCRIPTS = {
+    "train/grpo_tasks.py": ("data_builders/commands/tool_tasks.py", "tool-tasks"),
+    "train/search_tasks.py": ("data_builders/commands/search_benchmark_tasks.py", "search-tasks"),
+    "train/mixed_tasks.py": ("data_builders/commands/mixed_tasks.py", "mixed-tasks"),
+    "train/imagenet_think_data.py": ("data_builders/commands/imagenet_think_data.py", "imagenet-think-data"),
+}
 STARTED = "stage_started.json"
 TRAINING_SCRIPTS = ("lookcloser.train.sft", "lookcloser.train.grpo")
 

@@ -80,7 +80,7 @@ class GRPOScriptArguments(FusedKernelsArguments, ScriptArguments, DashboardArgum
         "help": "Agent environment (agent.environments.ENVIRONMENTS): tir_bench, mir, synthetic, disbench, "
                 "imagemining, ...; 'none' for no tools; 'per_row': the data set's `environment` column names each "
                 "row's environment (or 'none'), and each prompt shows that environment's tools only (a run over "
-                "several kinds of task: train/mixed_tasks.py builds such a data set)."})
+                "several kinds of task: data_builders/commands/mixed_tasks.py builds such a data set)."})
     tool_set: str = field(default="image", metadata={
         "help": "image: the environment's own tools; image+python: also the sandboxed python tool in every environment "
                 "with the image tools (tir_bench, mir, synthetic; needs bubblewrap, docs/agent.md)."})
@@ -173,7 +173,7 @@ def row_environments(dataset, where: str | None = None) -> list[str]:
     where = where or "the data set"
     if dataset is None or "environment" not in dataset.column_names:
         raise RecipeError(f"{where}: environment: per_row needs an `environment` column naming each row's "
-                          "environment (train/mixed_tasks.py writes one)")
+                          "environment (data_builders/commands/mixed_tasks.py writes one)")
     choices = [*ENVIRONMENTS, "none"]
     names = list(dataset["environment"])
     for row, name in enumerate(names):
@@ -192,9 +192,50 @@ def _init_cpu_deepspeed(training_args) -> None:
         deepspeed.init_distributed(dist_backend="gloo")
 
 
+def synthetic_settings(script_args: GRPOScriptArguments) -> dict:
+    """``synthetic_dataset`` arguments from the recipe (the oracle calls the recipe's environment's tools)."""
+    env = script_args.environment if script_args.environment in ("crop", "tir_bench", "mir", "synthetic") else "tir_bench"
+    return {"images": script_args.synthetic_images, "count": script_args.synthetic_count,
+            "seed": script_args.synthetic_seed, "tasks": script_args.synthetic_tasks,
+            "base_size": script_args.synthetic_base_size, "canvas_size": script_args.synthetic_canvas_size,
+            "environment": env}
+
+
+def load_grpo_dataset(script_args: GRPOScriptArguments, training_args: LookcloserGRPOConfig):
+    """The recipe's data as GRPO rows: a file or folder (data_builders.grpo_rows tells the formats apart),
+    a hub data set, or the embedded default's synthetic tool tasks."""
+    from datasets import load_dataset
+
+    from lookcloser.data_builders.grpo_rows import read_grpo_rows, synthetic_dataset, with_system_prompt
+    from lookcloser.data_builders.records import RecordError
+
+    if script_args.dataset_path:
+        dataset = read_grpo_rows(script_args.dataset_path, script_args.dataset_kind,
+                                 images_root=script_args.images_root, mir_stage=script_args.mir_stage,
+                                 disbench_root=script_args.disbench_root)
+    elif script_args.dataset_name:
+        dataset = load_dataset(script_args.dataset_name, name=script_args.dataset_config)
+        dataset = dataset[script_args.dataset_train_split]
+    else:  # the embedded default: synthetic tool tasks, generated once per settings (main process first)
+        from lookcloser.agent.oracle import build_synthetic
+
+        out_dir = script_args.synthetic_dir or os.path.join(training_args.output_dir, "synthetic_data")
+        with training_args.main_process_first(desc="synthetic GRPO tasks"):
+            dataset = synthetic_dataset(out_dir, build_synthetic, **synthetic_settings(script_args))
+    if script_args.max_train_samples:
+        dataset = dataset.select(range(min(script_args.max_train_samples, len(dataset))))
+    if "prompt" not in dataset.column_names:
+        raise RecordError(script_args.dataset_path or "dataset", None, "prompt", "GRPO rows need a `prompt` column")
+    if script_args.system_prompt:
+        from lookcloser.agent.loop import DEFAULT_SYSTEM_PROMPT
+
+        text = DEFAULT_SYSTEM_PROMPT if script_args.system_prompt == "default" else script_args.system_prompt
+        dataset = with_system_prompt(dataset, text)
+    return dataset
+
+
 def build_trainer(script_args: GRPOScriptArguments, training_args: LookcloserGRPOConfig, model_args: ModelConfig):
     """Model, processor, data, environment and rewards as the recipe says, in a LookcloserGRPOTrainer."""
-    from lookcloser.train.grpo_lib.data import load_grpo_dataset
     from lookcloser.train.grpo_lib.trainer import LookcloserGRPOTrainer
 
     _init_cpu_deepspeed(training_args)

@@ -1,6 +1,7 @@
 """The ImageNet-Think stage's data: parquet shards in ImageNet-Think-250K's schema -> SFT records.
 
-    (a stage of recipes/mir_curriculum.yaml: `script: train/imagenet_think_data.py`)
+    (a stage of recipes/mir_curriculum.yaml: `script: data_builders/commands/imagenet_think_data.py`;
+    ``python -m data_builders imagenet-think-data``)
 
 Without ``parquet`` it first writes the bundled generator's sample (``data_builders.sample_imagenet_think``,
 deterministic from ``seed``) to ``output_dir/parquet``; with it (the real data set's shards) it
@@ -10,7 +11,6 @@ converts those. Either way ``output_dir/sft`` is what the ``imagenet_think`` sta
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -20,6 +20,8 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class ImageNetThinkDataArguments:
+    """ImageNet-Think shards (or the generated sample) -> SFT records (a curriculum data stage)"""
+
     output_dir: str = field(default="outputs/data/imagenet_think", metadata={"help": "Where parquet/ and sft/ go."})
     parquet: str | None = field(default=None, metadata={
         "help": "ImageNet-Think-250K parquet shards (a folder or file); default: generate the sample."})
@@ -35,33 +37,28 @@ class ImageNetThinkDataArguments:
 
 def main(args: ImageNetThinkDataArguments) -> str:
     from lookcloser.data_builders.imagenet_think import build_imagenet_think
-    from lookcloser.data_builders.output import BuildReport
+    from lookcloser.data_builders.output import BuildReport, build_or_keep
     from lookcloser.data_builders.sample_imagenet_think import generate_sample
 
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
-    out = Path(args.output_dir)
-    marker = out / "settings.json"
-    settings = asdict(args)
-    if marker.is_file() and json.loads(marker.read_text(encoding="utf-8")) == settings:
-        logger.info("kept (same settings) %s", out)
-        return str(out)
-    marker.unlink(missing_ok=True)
-    source = Path(args.parquet) if args.parquet else generate_sample(out / "parquet", args.rows, args.seed)
-    report = BuildReport(on_error="fail")
-    try:
-        build_imagenet_think([source], out / "sft", report, progress=False)
-    finally:
-        report.close()
-    logger.info("%s", report.summary("traces"))
-    marker.write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
-    return str(out)
+
+    def make(out: Path) -> None:
+        source = Path(args.parquet) if args.parquet else generate_sample(out / "parquet", args.rows, args.seed)
+        report = BuildReport(on_error="fail")
+        try:
+            build_imagenet_think([source], out / "sft", report, progress=False)
+        finally:
+            report.close()
+        logger.info("%s", report.summary("traces"))
+
+    return str(build_or_keep(Path(args.output_dir), asdict(args), make))
 
 
-def parse_args(argv=None, planned=()):
+def parse_args(argv=None, planned=(), prog=None):
     from lookcloser.checks import check_path
     from lookcloser.recipes import parse_recipe
 
-    (args,) = parse_recipe((ImageNetThinkDataArguments,), argv, description=__doc__)
+    (args,) = parse_recipe((ImageNetThinkDataArguments,), argv, prog=prog, description=__doc__)
     if args.parquet is not None:
         check_path("parquet", args.parquet, "path", planned)
     return (args,)

@@ -1,5 +1,6 @@
 """GRPO prompt data sets: synthetic tool tasks generated on the fly, MIR questions, DISBench queries,
-or any saved data set with the reward columns (``prompt``, ``data_source``, ``reward_info``, ...).
+or any saved data set with the reward columns (``prompt``, ``data_source``, ``reward_info``, ...);
+``read_grpo_rows`` tells these formats apart (``dataset_kind``).
 
 Every row carries what ``rewards`` scores (``data_source`` + ``reward_info``) and what the
 environment's ``reset`` needs (``images`` for the image tools; ``user_id`` + ``data_root`` for
@@ -17,7 +18,7 @@ from PIL import Image, ImageDraw
 
 from lookcloser.data_builders.search_tasks import disbench_question
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 BUNDLED_IMAGES = REPO / "data" / "mir_sample"
 
 
@@ -47,17 +48,18 @@ def resolve_path(path: str | Path) -> Path:
     return path if path.is_absolute() or path.exists() else REPO / path
 
 
-def synthetic_dataset(out_dir: str | Path, *, images: str | None = None, count: int = 32, seed: int = 0,
-                      tasks: list[str] | None = None, base_size: int = 256, canvas_size: int = 768,
+def synthetic_dataset(out_dir: str | Path, build_synthetic, *, images: str | None = None, count: int = 32,
+                      seed: int = 0, tasks: list[str] | None = None, base_size: int = 256, canvas_size: int = 768,
                       environment: str = "tir_bench", return_dir: bool = False):
     """Generate (or reuse) seeded synthetic TIR-format tasks under ``out_dir``; return the GRPO rows.
 
-    ``images``: a folder of source pictures; None uses the bundled ``data/mir_sample`` (or PIL-drawn
-    pictures when it is absent); ``"generated"`` always draws them. The oracle SFT trajectories for
-    the cold start are written beside (``out_dir/<key>/sft``), calling ``environment``'s tools.
-    ``return_dir``: return ``(rows, out_dir/<key>)``.
+    ``build_synthetic``: ``agent.oracle.build_synthetic``, passed in by the caller because the oracle
+    trajectories run the agent's tools, a layer above this one. ``images``: a folder of source
+    pictures; None uses the bundled ``data/mir_sample`` (or PIL-drawn pictures when it is absent);
+    ``"generated"`` always draws them. The oracle SFT trajectories for the cold start are written
+    beside (``out_dir/<key>/sft``), calling ``environment``'s tools. ``return_dir``: return
+    ``(rows, out_dir/<key>)``.
     """
-    from lookcloser.agent.oracle import build_synthetic
     from lookcloser.data_builders.output import load_output
     from lookcloser.data_builders.synthetic import TASKS, SyntheticConfig
 
@@ -113,7 +115,9 @@ def disbench_grpo_dataset(path: str | Path, data_root: str | Path):
     return Dataset.from_list(rows)
 
 
-def _kind(path: Path) -> str:
+def dataset_kind(path: Path) -> str:
+    """What a GRPO ``dataset_path`` holds: ``saved`` (a data set folder), ``mir`` (MIR's JSON),
+    ``disbench`` (DISBench's queries.jsonl) or ``records`` (any other .jsonl / .parquet of rows)."""
     if path.is_dir():
         return "saved"
     if path.suffix == ".json":
@@ -125,6 +129,26 @@ def _kind(path: Path) -> str:
     return "records"
 
 
+def read_grpo_rows(dataset_path: str | Path, kind: str = "auto", *, images_root: str | None = None,
+                   mir_stage: int = 4, disbench_root: str | None = None):
+    """The GRPO rows of a file or folder of one of ``dataset_kind``'s formats (``auto``: told apart)."""
+    from lookcloser.data_builders.output import load_records
+    from lookcloser.data_builders.records import RecordError
+    from lookcloser.errors import RecipeError
+
+    path = resolve_path(dataset_path)
+    if not path.exists():
+        raise RecordError(path, None, None, "data file not found")
+    kind = dataset_kind(path) if kind == "auto" else kind
+    if kind == "mir":
+        return mir_grpo_dataset(path, images_root, mir_stage)
+    if kind == "disbench":
+        if not disbench_root:
+            raise RecipeError("DISBench queries need `disbench_root` (the folder with metadata/ and images/)")
+        return disbench_grpo_dataset(path, disbench_root)
+    return load_records(path)  # a saved folder, or a .parquet or .jsonl file of rows: the loader SFT uses too
+
+
 def with_system_prompt(dataset, text: str):
     """Prepend a system message to prompts that have none."""
     def add(row):
@@ -134,56 +158,3 @@ def with_system_prompt(dataset, text: str):
         return {"prompt": [{"role": "system", "content": [{"type": "text", "text": text}]}, *prompt]}
 
     return dataset.map(add)
-
-
-def synthetic_settings(script_args) -> dict:
-    """``synthetic_dataset`` arguments from the recipe (the oracle calls the recipe's environment's tools)."""
-    env = script_args.environment if script_args.environment in ("crop", "tir_bench", "mir", "synthetic") else "tir_bench"
-    return {"images": script_args.synthetic_images, "count": script_args.synthetic_count,
-            "seed": script_args.synthetic_seed, "tasks": script_args.synthetic_tasks,
-            "base_size": script_args.synthetic_base_size, "canvas_size": script_args.synthetic_canvas_size,
-            "environment": env}
-
-
-def load_grpo_dataset(script_args, training_args):
-    """Resolve the recipe's data settings to a ``datasets.Dataset`` of GRPO rows."""
-    from datasets import load_dataset
-
-    from lookcloser.data_builders.output import load_records
-    from lookcloser.data_builders.records import RecordError
-
-    kind = script_args.dataset_kind
-    if script_args.dataset_path:
-        path = resolve_path(script_args.dataset_path)
-        if not path.exists():
-            raise RecordError(path, None, None, "data file not found")
-        kind = _kind(path) if kind == "auto" else kind
-        if kind == "saved":
-            dataset = load_records(path)
-        elif kind == "mir":
-            dataset = mir_grpo_dataset(path, script_args.images_root, script_args.mir_stage)
-        elif kind == "disbench":
-            if not script_args.disbench_root:
-                from lookcloser.recipes import RecipeError
-
-                raise RecipeError("DISBench queries need `disbench_root` (the folder with metadata/ and images/)")
-            dataset = disbench_grpo_dataset(path, script_args.disbench_root)
-        else:  # a .parquet or .jsonl file of rows: the loader SFT uses too
-            dataset = load_records(path)
-    elif script_args.dataset_name:
-        dataset = load_dataset(script_args.dataset_name, name=script_args.dataset_config)
-        dataset = dataset[script_args.dataset_train_split]
-    else:  # the embedded default: synthetic tool tasks, generated once per settings (main process first)
-        out_dir = script_args.synthetic_dir or str(Path(training_args.output_dir) / "synthetic_data")
-        with training_args.main_process_first(desc="synthetic GRPO tasks"):
-            dataset = synthetic_dataset(out_dir, **synthetic_settings(script_args))
-    if script_args.max_train_samples:
-        dataset = dataset.select(range(min(script_args.max_train_samples, len(dataset))))
-    if "prompt" not in dataset.column_names:
-        raise RecordError(script_args.dataset_path or "dataset", None, "prompt", "GRPO rows need a `prompt` column")
-    if script_args.system_prompt:
-        from lookcloser.agent.loop import DEFAULT_SYSTEM_PROMPT
-
-        text = DEFAULT_SYSTEM_PROMPT if script_args.system_prompt == "default" else script_args.system_prompt
-        dataset = with_system_prompt(dataset, text)
-    return dataset

@@ -1,6 +1,6 @@
 """Build the DISBench or ImageMining tasks of a search curriculum: a training set and a held-out set.
 
-    python train/search_tasks.py --benchmark imagemining --output_dir outputs/web_search/data
+    python -m data_builders search-tasks --benchmark imagemining --output_dir outputs/web_search/data
     (a stage of recipes/web_search_curriculum.yaml and recipes/photo_search_curriculum.yaml)
 
 Writes ``output_dir/train`` (seed ``seed``): the benchmark's official layout from its generator
@@ -31,6 +31,8 @@ BENCHMARKS = ("disbench", "imagemining")
 
 @dataclass
 class SearchTaskArguments:
+    """DISBench or ImageMining tasks: GRPO prompts, oracle trajectories, held-out set"""
+
     benchmark: str = field(default="imagemining", metadata={"help": "disbench or imagemining."})
     output_dir: str = field(default="outputs/web_search/data", metadata={"help": "Where train/ and heldout/ go."})
     count: int = field(default=400, metadata={"help": "Training questions."})
@@ -102,7 +104,7 @@ def write_training(args: SearchTaskArguments, out: Path) -> None:
 
 def build(args: SearchTaskArguments) -> dict[str, Path]:
     from lookcloser.data_builders.heldout import write_heldout
-    from lookcloser.train.grpo_tasks import build_or_keep
+    from lookcloser.data_builders.output import build_or_keep
 
     out = Path(args.output_dir)
     built = {"train": build_or_keep(out / "train", asdict(args) | {"heldout_count": None, "heldout_seed": None},
@@ -121,11 +123,11 @@ def main(args: SearchTaskArguments) -> str:
     return args.output_dir
 
 
-def parse_args(argv=None, planned=()):
+def parse_args(argv=None, planned=(), prog=None):
     from lookcloser.checks import check_output_folder
     from lookcloser.recipes import parse_recipe
 
-    (args,) = parse_recipe((SearchTaskArguments,), argv, description=__doc__)
+    (args,) = parse_recipe((SearchTaskArguments,), argv, prog=prog, description=__doc__)
     check_output_folder("output_dir", args.output_dir)
     return (args,)
 

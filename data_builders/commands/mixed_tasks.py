@@ -1,13 +1,13 @@
 """Mix saved GRPO (or SFT) data sets of several kinds of task into one, each row naming its own environment.
 
-    python train/mixed_tasks.py --output_dir outputs/mixed/data \
+    python -m data_builders mixed-tasks --output_dir outputs/mixed/data \
         --sources outputs/tool_curriculum/data/train/grpo=crop outputs/web_search/data/train/grpo=web_search \
         --per_source 200
-    then: train/grpo.py --dataset_path outputs/mixed/data --environment per_row
+    then: python train/grpo.py --dataset_path outputs/mixed/data --environment per_row
 
-Each source is ``PATH=ENVIRONMENT``: a saved GRPO data set folder (``grpo/`` of train/grpo_tasks.py or
-train/search_tasks.py), or an MIR ``.json`` (its questions at stage 4, images beside it:
-``grpo_lib.data.mir_grpo_dataset``), and the environment its rows are played in
+Each source is ``PATH=ENVIRONMENT``: a saved GRPO data set folder (``grpo/`` of the tool-tasks or
+search-tasks command), or an MIR ``.json`` (its questions at stage 4, images beside it:
+``data_builders.grpo_rows.mir_grpo_dataset``), and the environment its rows are played in
 (``agent.environments.ENVIRONMENTS``, or ``none`` for answers without tools). Rows are taken as they are
 (``prompt`` and ``images`` untouched, the images still read from the source's folders); a column that only
 some sources have is filled with ``""`` (a list column with ``[]``) in the others, and the ``environment``
@@ -33,6 +33,8 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class MixedTaskArguments:
+    """several saved GRPO/SFT data sets -> one, each row naming its environment"""
+
     output_dir: str = field(default="outputs/mixed/data", metadata={"help": "Where the mixed data set is saved."})
     sources: list[str] = field(default_factory=list, metadata={
         "help": "PATH=ENVIRONMENT pairs: a saved GRPO or SFT data set folder (or an MIR .json) and its rows' "
@@ -81,8 +83,8 @@ def mix(args: MixedTaskArguments):
     from datasets import concatenate_datasets
 
     from lookcloser.agent.environments import BENCHMARK_OF_ENVIRONMENT
+    from lookcloser.data_builders.grpo_rows import mir_grpo_dataset
     from lookcloser.data_builders.output import load_records
-    from lookcloser.train.grpo_lib.data import mir_grpo_dataset
 
     parts = []
     for pair in args.sources:
@@ -124,11 +126,11 @@ def main(args: MixedTaskArguments) -> str:
     return str(out)
 
 
-def parse_args(argv=None, planned=()):
+def parse_args(argv=None, planned=(), prog=None):
     from lookcloser.checks import check_output_folder, check_path
     from lookcloser.recipes import parse_recipe
 
-    (args,) = parse_recipe((MixedTaskArguments,), argv, description=__doc__)
+    (args,) = parse_recipe((MixedTaskArguments,), argv, prog=prog, description=__doc__)
     check_output_folder("output_dir", args.output_dir)
     for pair in args.sources:
         path = split_source(pair)[0]

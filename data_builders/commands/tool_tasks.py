@@ -1,7 +1,7 @@
 """Build the synthetic tool tasks of a tool curriculum: a training set and a held-out set (another seed).
 
-    python train/grpo_tasks.py --output_dir outputs/tool_curriculum/data --tasks visual_search
-    (a stage of recipes/tool_curriculum.yaml: `script: train/grpo_tasks.py`)
+    python -m data_builders tool-tasks --output_dir outputs/tool_curriculum/data --tasks visual_search
+    (a stage of recipes/tool_curriculum.yaml: `script: data_builders/commands/tool_tasks.py`)
 
 Writes ``output_dir/train`` (seed ``seed``): a TIR-Bench data root (``TIR-Bench.json`` + ``data/``)
 with the GRPO prompts (``grpo/``) and the oracle tool trajectories (``sft/``, the cold start); and
@@ -14,7 +14,6 @@ the resolution that model actually sees. A folder built with the same settings i
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -26,6 +25,8 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class ToolTaskArguments:
+    """synthetic TIR tool tasks: GRPO prompts, oracle trajectories, held-out set"""
+
     output_dir: str = field(default="outputs/tool_curriculum/data", metadata={"help": "Where train/ and heldout/ go."})
     images: str | None = field(default=None, metadata={
         "help": "Folder of source pictures (default: the bundled data/mir_sample; 'generated': PIL-drawn)."})
@@ -73,9 +74,10 @@ def model_pixels(name_or_path: str) -> int:
 
 def build(args: ToolTaskArguments) -> dict[str, Path]:
     from lookcloser.agent.oracle import build_synthetic
+    from lookcloser.data_builders.grpo_rows import BUNDLED_IMAGES, generated_images, resolve_path
     from lookcloser.data_builders.heldout import write_heldout
+    from lookcloser.data_builders.output import build_or_keep
     from lookcloser.data_builders.synthetic import SyntheticConfig
-    from lookcloser.train.grpo_lib.data import BUNDLED_IMAGES, generated_images, resolve_path
 
     out = Path(args.output_dir)
     if args.images == "generated" or (args.images is None and not BUNDLED_IMAGES.is_dir()):
@@ -102,31 +104,18 @@ def build(args: ToolTaskArguments) -> dict[str, Path]:
     return built
 
 
-def build_or_keep(target: Path, wanted: dict, make) -> Path:
-    """``make(target)`` unless ``target/settings.json`` says it was built with ``wanted`` already."""
-    marker = target / "settings.json"
-    if marker.is_file() and json.loads(marker.read_text(encoding="utf-8")) == wanted:
-        logger.info("kept (same settings) %s", target)
-        return target
-    marker.unlink(missing_ok=True)  # until the new build is whole, no marker says it is there
-    make(target)
-    marker.write_text(json.dumps(wanted, indent=1) + "\n", encoding="utf-8")
-    logger.info("built %s", target)
-    return target
-
-
 def main(args: ToolTaskArguments) -> str:
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     build(args)
     return args.output_dir
 
 
-def parse_args(argv=None, planned=()):
+def parse_args(argv=None, planned=(), prog=None):
     from lookcloser.checks import check_model_name, check_output_folder, check_path
+    from lookcloser.data_builders.grpo_rows import resolve_path
     from lookcloser.recipes import parse_recipe
-    from lookcloser.train.grpo_lib.data import resolve_path
 
-    (args,) = parse_recipe((ToolTaskArguments,), argv, description=__doc__)
+    (args,) = parse_recipe((ToolTaskArguments,), argv, prog=prog, description=__doc__)
     check_output_folder("output_dir", args.output_dir)
     check_model_name(args.model_name_or_path, planned)
     if args.images not in (None, "generated"):
