@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from lookcloser.eval.benchmarks import SPECS
+from lookcloser.eval.benchmarks import DEFAULT_BENCHMARKS, SPECS
 
 logger = logging.getLogger(__name__)
 
@@ -168,7 +168,8 @@ class CompareStageArguments:
     controls_of: str | None = field(default=None, metadata={
         "help": "The stage evaluated again with flat gray images and with tools off (default: the last)."})
     heldout_seed: int = field(default=8008, metadata={"help": "Held-out seed (data_builders.heldout.HELDOUT_SEEDS)."})
-    benchmarks: list[str] = field(default_factory=lambda: ["tir_bench", "mir"], metadata={"help": "Columns with data."})
+    benchmarks: list[str] = field(default_factory=lambda: list(DEFAULT_BENCHMARKS), metadata={
+        "help": "Columns with data (default: the registry's default run, eval.benchmarks.DEFAULT_BENCHMARKS)."})
     mir_per_family: int = field(default=16, metadata={"help": "Held-out MIR records per family (4 families)."})
     tir_count: int = field(default=60, metadata={"help": "Held-out TIR tasks, cycling through tir_tasks."})
     tir_tasks: list[str] | None = field(default=None, metadata={
