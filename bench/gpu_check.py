@@ -35,10 +35,13 @@ from __future__ import annotations
 
 import argparse
 import glob
+import importlib
 import json
 import os
+import site
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
@@ -163,7 +166,10 @@ def main() -> None:
         deadline = time.monotonic() + args.budget_s
         steps = [install(args.wheels)] if args.wheels else []
         if not steps or steps[0]["status"] == "ok":
-            sys.path.insert(0, str(REPO))
+            # The checkout was installed after this process started: read site-packages' .pth files again
+            # (the editable install's finder maps lookcloser.agent etc.; the bare checkout's lookcloser/ does not).
+            importlib.invalidate_caches()
+            site.addsitedir(sysconfig.get_paths()["purelib"])
             for step in plan(work):
                 steps.append(run_step(step, deadline))
                 print(json.dumps({k: v for k, v in steps[-1].items() if k != "result"}), file=sys.stderr, flush=True)
