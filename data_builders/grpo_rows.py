@@ -48,6 +48,15 @@ def resolve_path(path: str | Path) -> Path:
     return path if path.is_absolute() or path.exists() else REPO / path
 
 
+def source_pictures(images: str | None, out_dir: str | Path, seed: int = 0) -> Path:
+    """The pictures synthetic tasks are drawn on: the folder ``images``; None: the bundled
+    ``data/mir_sample`` (PIL-drawn pictures under ``out_dir/source_images`` when it is absent);
+    ``"generated"``: always those PIL-drawn pictures."""
+    if images == "generated" or (images is None and not BUNDLED_IMAGES.is_dir()):
+        return generated_images(Path(out_dir) / "source_images", seed=seed)
+    return resolve_path(images) if images else BUNDLED_IMAGES
+
+
 def synthetic_dataset(out_dir: str | Path, build_synthetic, *, images: str | None = None, count: int = 32,
                       seed: int = 0, tasks: list[str] | None = None, base_size: int = 256, canvas_size: int = 768,
                       environment: str = "tir_bench", return_dir: bool = False):
@@ -60,25 +69,20 @@ def synthetic_dataset(out_dir: str | Path, build_synthetic, *, images: str | Non
     beside (``out_dir/<key>/sft``), calling ``environment``'s tools. ``return_dir``: return
     ``(rows, out_dir/<key>)``.
     """
-    from lookcloser.data_builders.output import load_output
+    from lookcloser.data_builders.output import build_or_keep, load_output
     from lookcloser.data_builders.synthetic import TASKS, SyntheticConfig
 
     out_dir = Path(out_dir)
-    if images == "generated" or (images is None and not BUNDLED_IMAGES.is_dir()):
-        source = generated_images(out_dir / "source_images", seed=seed)
-    else:
-        source = resolve_path(images) if images else BUNDLED_IMAGES
+    source = source_pictures(images, out_dir, seed)
     cfg = SyntheticConfig(seed=seed, tasks=tuple(tasks or TASKS), base_size=base_size, canvas_size=canvas_size)
     settings = {"source": str(source.resolve()), "count": count, **{k: list(v) if isinstance(v, tuple) else v
                                                                     for k, v in vars(cfg).items()}}
     if environment != "tir_bench":  # keeps the keys of folders built before this setting existed
         settings["environment"] = environment
     key = hashlib.sha1(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
-    target = out_dir / key
-    done = target / "settings.json"
-    if not done.is_file():  # deterministic: the same settings always give the same tasks
-        build_synthetic(source, target, count, cfg, progress=False, environment=environment)
-        done.write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
+    # deterministic: the same settings always give the same tasks, so a folder built with them is kept
+    target = build_or_keep(out_dir / key, settings, lambda folder: build_synthetic(
+        source, folder, count, cfg, progress=False, environment=environment))
     rows = load_output(target / "grpo")
     return (rows, target) if return_dir else rows
 

@@ -74,16 +74,13 @@ def model_pixels(name_or_path: str) -> int:
 
 def build(args: ToolTaskArguments) -> dict[str, Path]:
     from lookcloser.agent.oracle import build_synthetic
-    from lookcloser.data_builders.grpo_rows import BUNDLED_IMAGES, generated_images, resolve_path
+    from lookcloser.data_builders.grpo_rows import source_pictures
     from lookcloser.data_builders.heldout import write_heldout
     from lookcloser.data_builders.output import build_or_keep
     from lookcloser.data_builders.synthetic import SyntheticConfig
 
     out = Path(args.output_dir)
-    if args.images == "generated" or (args.images is None and not BUNDLED_IMAGES.is_dir()):
-        source = generated_images(out / "source_images", seed=args.seed)
-    else:
-        source = resolve_path(args.images) if args.images else BUNDLED_IMAGES
+    source = source_pictures(args.images, out, args.seed)
     pixels = model_pixels(args.model_name_or_path)
     built = {}
     cfg = SyntheticConfig(seed=args.seed, tasks=tuple(args.tasks), search_grid=args.search_grid, model_pixels=pixels)
