@@ -9,6 +9,7 @@ the trajectory is kept only when what it printed is the gold answer.
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 
 from lookcloser.data_builders.synthetic import SyntheticItem, ToolStep
@@ -40,13 +41,68 @@ def spot_difference_program(rows: int, cols: int) -> str:
             f"if d[r*h//n:(r+1)*h//n,c*w//m:(c+1)*w//m].mean()>{SPOT_CELL_SHARE}))\n")
 
 
+def _spot_difference_step(rows: int, cols: int) -> ProgramStep:
+    think = (f"The two images are the same picture on a {rows}x{cols} grid. Comparing their pixels cell by cell "
+             "finds every changed patch at once.")
+    return ProgramStep(ToolStep(think, [("python", {"code": spot_difference_program(rows, cols)})]),
+                       "The program printed the patches where the two images differ.")
+
+
 def program_step(item: SyntheticItem) -> ProgramStep | None:
     """The oracle's python turn for ``item``'s task, or None when no program solves that kind."""
     task, meta = item.record["task"], item.record["meta_data"]
     if task == "spot_difference":
-        rows, cols = meta["rows"], meta["cols"]
-        think = (f"The two images are the same picture on a {rows}x{cols} grid. Comparing their pixels cell by cell "
-                 "finds every changed patch at once.")
-        return ProgramStep(ToolStep(think, [("python", {"code": spot_difference_program(rows, cols)})]),
-                           "The program printed the patches where the two images differ.")
+        return _spot_difference_step(meta["rows"], meta["cols"])
     return None
+
+
+# The drill's grid (each way) is wider than the tasks' 3-5, and its lists longer, so a value that is
+# guessed from what is common, not copied from the context, is wrong.
+DRILL_GRID = (2, 9)
+DRILL_MAX_PATCHES = 6
+
+
+def copy_drill(item: SyntheticItem, trajectory: dict, rng: random.Random) -> dict | None:
+    """A drill on the copies a python trajectory makes, for a warm-up stage before its cold start.
+
+    ``trajectory`` (``agent.oracle.oracle_trajectory``'s record for ``item``) with the grid size and the
+    printed line drawn from ``rng``: the question names the grid, the thinking and the program repeat it,
+    the tool result prints a list of patches and the answer repeats that list. Only a copy from the context
+    writes those right. The tiny model learned the program's fixed text in 300 cold-start steps but not these
+    copies (docs/grpo.md, "Code tool"); here they are all a row teaches. The printed line is drawn, not run
+    (a drill, not a trajectory: the pictures do not show it), and the record carries no tool schemas, so a
+    row is about 600 tiny-model tokens against 1,400 and many steps are cheap. None where no program
+    solved the item.
+
+    >>> from lookcloser.data_builders.synthetic import SyntheticItem, spot_difference_prompt
+    >>> item = SyntheticItem({"task": "spot_difference", "prompt": spot_difference_prompt(3, 4), "answer": "2",
+    ...                       "meta_data": {"rows": 3, "cols": 4}}, [])
+    >>> messages = [{"role": "user", "content": [{"type": "text", "text": item.record["prompt"]}]}, {}, {}, {}]
+    >>> drill = copy_drill(item, {"messages": messages, "images": [], "task": "spot_difference", "id": "0"},
+    ...                    random.Random(0))
+    >>> drill["messages"][0]["content"][0]["text"][-17:]
+    'n is 8 and m is 8'
+    >>> drill["messages"][1]["tool_calls"][0]["function"]["arguments"]["code"].splitlines()[1]
+    'n,m=8,8'
+    >>> drill["messages"][2]["content"][0]["text"].split(), drill["messages"][3]["content"][-27:]
+    (['Output:', '34'], '</think><answer>34</answer>')
+    """
+    from lookcloser.data_builders.synthetic import spot_difference_prompt
+    from lookcloser.data_builders.tool_sft import final_message
+
+    if item.record["task"] != "spot_difference" or len(trajectory["messages"]) != 4:
+        return None
+    rows, cols = rng.randint(*DRILL_GRID), rng.randint(*DRILL_GRID)
+    cells = sorted(rng.sample(range(1, rows * cols + 1), rng.randint(1, min(DRILL_MAX_PATCHES, rows * cols))))
+    printed = ", ".join(map(str, cells))
+    step = _spot_difference_step(rows, cols)
+    question = trajectory["messages"][0]
+    asked = [{"type": "text", "text": spot_difference_prompt(rows, cols)} if block.get("text") == item.record["prompt"]
+             else block for block in question["content"]]
+    calls = [{"type": "function", "function": {"name": name, "arguments": arguments}}
+             for name, arguments in step.step.calls]
+    messages = [{**question, "content": asked},
+                {"role": "assistant", "content": f"<think>{step.step.think}</think>", "tool_calls": calls},
+                {"role": "tool", "name": "python", "content": [{"type": "text", "text": f"Output:\n{printed}\n"}]},
+                final_message(step.final_think, printed)]
+    return {**trajectory, "messages": messages, "tools": "", "id": f"{trajectory['id']}-drill"}

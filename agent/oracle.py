@@ -126,7 +126,7 @@ def direct_trajectory(trajectory: dict) -> dict:
 
 def build_synthetic(image_dir: str | Path, out_dir: str | Path, count: int, cfg: SyntheticConfig | None = None, *,
                     fmt: str = "hf", report=None, max_pixels: int | None = None, progress: bool = True,
-                    environment: str = "tir_bench", direct_ratio: float = 0.0) -> dict:
+                    environment: str = "tir_bench", direct_ratio: float = 0.0, copy_drills: int = 0) -> dict:
     """Write the TIR-Bench JSON + images, the GRPO prompt data set and the oracle SFT data set.
 
     Layout: ``TIR-Bench.json`` (also as ``tir_synthetic.json``) and ``data/{task}/`` (TIR-Bench's own layout: the JSON's image
@@ -137,6 +137,8 @@ def build_synthetic(image_dir: str | Path, out_dir: str | Path, count: int, cfg:
     lists (``crop`` for the tool curriculum; it must offer every tool the tasks' oracles use).
     ``direct_ratio``: the share of ``sft/`` records (drawn with the config's seed) that answer at once,
     without a tool (``direct_trajectory``); ``look/`` and ``grpo/`` keep every task.
+    ``copy_drills``: per python-tool trajectory, that many ``agent.code_oracle.copy_drill`` records in
+    ``copy/`` (drawn with the config's seed): the warm-up on its copies before the cold start.
     What an earlier build wrote there is removed first, and a build that fails or is interrupted
     removes what it wrote (``BUILD_ENTRIES``).
     """
@@ -146,7 +148,8 @@ def build_synthetic(image_dir: str | Path, out_dir: str | Path, count: int, cfg:
     out.mkdir(parents=True, exist_ok=True)
     try:
         return _build_synthetic(image_dir, out, count, cfg, fmt=fmt, report=report, max_pixels=max_pixels,
-                                progress=progress, environment=environment, direct_ratio=direct_ratio)
+                                progress=progress, environment=environment, direct_ratio=direct_ratio,
+                                copy_drills=copy_drills)
     except BaseException:  # failed or Ctrl-C: no half-built folder (its images would look like a build)
         remove_build(out)
         for folder in made:
@@ -156,7 +159,7 @@ def build_synthetic(image_dir: str | Path, out_dir: str | Path, count: int, cfg:
 
 
 # What build_synthetic writes in its folder (and nothing else: the folder may hold other files).
-BUILD_ENTRIES = ("data", "oracle", "grpo", "sft", "look", "tir_synthetic.json", "TIR-Bench.json")
+BUILD_ENTRIES = ("data", "oracle", "grpo", "sft", "look", "copy", "tir_synthetic.json", "TIR-Bench.json")
 
 
 def remove_build(out: Path) -> None:
@@ -171,16 +174,19 @@ def remove_build(out: Path) -> None:
 
 
 def _build_synthetic(image_dir, out: Path, count: int, cfg: SyntheticConfig | None, *, fmt: str, report,
-                     max_pixels: int | None, progress: bool, environment: str, direct_ratio: float) -> dict:
+                     max_pixels: int | None, progress: bool, environment: str, direct_ratio: float,
+                     copy_drills: int) -> dict:
     from tqdm import tqdm
 
+    from lookcloser.agent.code_oracle import copy_drill
     from lookcloser.data_builders.output import DatasetWriter
     from lookcloser.data_builders.synthetic import generate_items
     from lookcloser.data_builders.tool_sft import grpo_features, grpo_prompt, look_record, sft_features
 
     tools_json = json.dumps(tool_schemas(environment))
-    records, looks = [], []
+    records, looks, drills = [], [], []
     direct = random.Random(f"direct-{(cfg or SyntheticConfig()).seed}")
+    drill_rng = random.Random(f"drill-{(cfg or SyntheticConfig()).seed}")
     with DatasetWriter(out / "grpo", grpo_features(), fmt=fmt) as grpo, \
             DatasetWriter(out / "sft", sft_features(), fmt=fmt, batch_rows=200) as sft:
         items = generate_items(image_dir, out, count, cfg, report=report, max_pixels=max_pixels)
@@ -191,10 +197,14 @@ def _build_synthetic(image_dir, out: Path, count: int, cfg: SyntheticConfig | No
             sft.add(direct_trajectory(trajectory) if direct.random() < direct_ratio else trajectory)
             if (look := look_record(item, trajectory)) is not None:
                 looks.append(look)
-    if looks:  # the warm-up on tool images alone (the tool curriculum's `look` stage)
-        with DatasetWriter(out / "look", sft_features(), fmt=fmt) as look_writer:
-            for look in looks:
-                look_writer.add(look)
+            drills += [d for _ in range(copy_drills) if (d := copy_drill(item, trajectory, drill_rng)) is not None]
+    # The warm-ups: on tool images alone (the tool curriculum's `look` stage); on a program's copies
+    # (the code curriculum's `copy` stage).
+    for name, rows in (("look", looks), ("copy", drills)):
+        if rows:
+            with DatasetWriter(out / name, sft_features(), fmt=fmt) as writer:
+                for row in rows:
+                    writer.add(row)
     text = json.dumps(records, ensure_ascii=False, indent=1) + "\n"
     # TIR-Bench.json: the folder is a data root that `python -m eval --benchmarks tir_bench` reads.
     for name in ("tir_synthetic.json", "TIR-Bench.json"):
@@ -202,4 +212,4 @@ def _build_synthetic(image_dir, out: Path, count: int, cfg: SyntheticConfig | No
     if report is not None:
         report.rows = len(records)
     return {"tir_json": out / "tir_synthetic.json", "grpo": out / "grpo", "sft": out / "sft",
-            **({"look": out / "look"} if looks else {})}
+            **({"look": out / "look"} if looks else {}), **({"copy": out / "copy"} if drills else {})}

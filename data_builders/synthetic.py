@@ -224,6 +224,13 @@ def _draw_shape(draw: ImageDraw.ImageDraw, shape: str, box: tuple[float, float, 
         draw.polygon([((x1 + x2) / 2, y1), (x2, y2), (x1, y2)], fill=fill, outline=outline, width=2 if outline else 0)
 
 
+def spot_difference_prompt(rows: int, cols: int) -> str:
+    """The spot-the-difference question for a ``rows`` x ``cols`` grid (TIR-Bench's wording)."""
+    return ("The two images are divided into a grid of n rows and m columns; patches are numbered from 1, left to "
+            "right and top to bottom. Output the list of patch indices where the two images differ. Note that in "
+            f"this image, n is {rows} and m is {cols}")
+
+
 def make_spot_difference(rng: random.Random, src: Image.Image, item_id: int, writer: _Writer,
                          cfg: SyntheticConfig) -> SyntheticItem:
     rows, cols = rng.randint(*cfg.grid_rows), rng.randint(*cfg.grid_cols)
@@ -244,9 +251,7 @@ def make_spot_difference(rng: random.Random, src: Image.Image, item_id: int, wri
     rel_1, path_1 = writer.save(left, "spot_difference", item_id, 1)
     rel_2, path_2 = writer.save(right, "spot_difference", item_id, 2)
     answer = ", ".join(str(c + 1) for c in cells)
-    prompt = (f"The two images are divided into a grid of n rows and m columns; patches are numbered from 1, left to "
-              f"right and top to bottom. Output the list of patch indices where the two images differ. Note that in "
-              f"this image, n is {rows} and m is {cols}")
+    prompt = spot_difference_prompt(rows, cols)
     steps, seen = [], []
     for cell in cells:
         r, c = divmod(cell, cols)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -213,7 +214,7 @@ def test_oracle_trajectories_solve_spot_the_difference_with_one_program(tmp_path
     from lookcloser.data_builders.synthetic import SyntheticConfig
 
     build_synthetic(BUNDLED_IMAGES, tmp_path, 6, SyntheticConfig(seed=3, tasks=("spot_difference", "jigsaw")),
-                    progress=False, environment="synthetic+python")
+                    progress=False, environment="synthetic+python", copy_drills=2)
     records = load_output(tmp_path / "sft")
     gold = {str(r["id"]): r["answer"] for r in json.loads((tmp_path / "TIR-Bench.json").read_text())}
     spot = [r for r in records if r["task"] == "spot_difference"]
@@ -227,3 +228,18 @@ def test_oracle_trajectories_solve_spot_the_difference_with_one_program(tmp_path
     for record in (r for r in records if r["task"] == "jigsaw"):
         names = {c["function"]["name"] for m in record["messages"] for c in m.get("tool_calls") or []}
         assert names == {"crop"}
+    # The copy drills (the warm-up before the cold start): two per python trajectory, none for jigsaw; each
+    # repeats its own grid from the question in the thinking and the program, and its printed line in the answer.
+    drills = load_output(tmp_path / "copy")
+    assert sorted(d["id"] for d in drills) == sorted(f"{r['id']}-drill" for r in spot for _ in range(2))
+    grids = set()
+    for drill in drills:
+        question, call, result, answer = drill["messages"]
+        rows, cols = re.search(r"n is (\d+) and m is (\d+)$", question["content"][-2]["text"]).groups()
+        grids.add((rows, cols))
+        assert f"on a {rows}x{cols} grid" in call["content"] and drill["tools"] == "" and len(drill["images"]) == 2
+        assert call["tool_calls"][0]["function"]["arguments"]["code"].splitlines()[1] == f"n,m={rows},{cols}"
+        printed = result["content"][0]["text"].removeprefix("Output:\n").removesuffix("\n")
+        assert answer["content"].endswith(f"<answer>{printed}</answer>")
+        assert all(1 <= int(p) <= int(rows) * int(cols) for p in printed.split(", "))
+    assert len(grids) > 1  # drawn, not the item's own grid

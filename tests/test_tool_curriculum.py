@@ -86,13 +86,15 @@ def test_replay_mixes_an_earlier_stage_s_records_in_after_the_stage_s_own(tmp_pa
 
 
 def test_code_curriculum_plan_offers_python_and_holds_out_a_reserved_seed():
-    """recipes/code_curriculum.yaml (docs/grpo.md, "Code tool probe"): crop+python data, GRPO with
-    tool_set image+python, the held-out table on a reserved seed that no stage trains on."""
+    """recipes/code_curriculum.yaml (docs/grpo.md, "Code tool"): crop+python data, the copy drills before the
+    cold start, GRPO with tool_set image+python, the held-out table on a reserved seed no stage trains on."""
     from lookcloser.agent.environments import with_tool_set
     from lookcloser.data_builders.heldout import HELDOUT_SEEDS
 
-    data, sft, grpo, evaluation = plan("recipes/code_curriculum.yaml")
+    data, copy, sft, grpo, evaluation = plan("recipes/code_curriculum.yaml")
     assert data.config["environment"] == "crop+python" and data.config["tasks"] == ["spot_difference"]
+    assert data.config["copy_drills"] > 0 and copy.config["dataset_path"].endswith("data/train/copy")
+    assert sft.config["model_name_or_path"] == str(copy.output_dir)
     assert with_tool_set(grpo.config["environment"], grpo.config["tool_set"]) == "crop+python"
     assert grpo.config["model_name_or_path"] == str(sft.output_dir) and evaluation.config["stages"] == ["sft", "grpo"]
     assert evaluation.config["heldout_seed"] in HELDOUT_SEEDS and data.config["seed"] not in HELDOUT_SEEDS

@@ -45,6 +45,9 @@ class ToolTaskArguments:
     direct_ratio: float = field(default=0.0, metadata={
         "help": "Share of the training cold-start trajectories that answer at once, without a tool (0-1): a "
                 "cold start that has seen both ways to answer, for GRPO to find which pays."})
+    copy_drills: int = field(default=0, metadata={
+        "help": "Per python-tool trajectory, this many copy drills in train/copy (its grid and printed line drawn "
+                "at random, no tool schemas): the warm-up stage on the copies before the cold start."})
 
     def __post_init__(self) -> None:
         from lookcloser.agent.environments import ENVIRONMENTS
@@ -57,6 +60,7 @@ class ToolTaskArguments:
         check_range("heldout_count", self.heldout_count, 0)
         check_range("search_grid", self.search_grid, 0)
         check_range("direct_ratio", self.direct_ratio, 0, 1)
+        check_range("copy_drills", self.copy_drills, 0)
         if self.heldout_count > 0:
             check_seed(self.heldout_seed, "heldout_seed")
         check_training_seed(self.seed)
@@ -86,13 +90,14 @@ def build(args: ToolTaskArguments) -> dict[str, Path]:
     cfg = SyntheticConfig(seed=args.seed, tasks=tuple(args.tasks), search_grid=args.search_grid, model_pixels=pixels)
     settings = {"source": str(source.resolve()), "count": args.count, "environment": args.environment,
                 **({"direct_ratio": args.direct_ratio} if args.direct_ratio else {}),
+                **({"copy_drills": args.copy_drills} if args.copy_drills else {}),
                 **{k: list(v) if isinstance(v, tuple) else v for k, v in asdict(cfg).items()}}
     # The held-out split comes from the one held-out writer (fresh pictures from its own seed).
     heldout = {"heldout_seed": args.heldout_seed, "heldout_count": args.heldout_count, "tasks": list(args.tasks),
                "model_pixels": pixels, "writer": "data_builders.heldout"}
     for split, wanted, make in (("train", settings, lambda target: build_synthetic(
             source, target, args.count, cfg, progress=False, environment=args.environment,
-            direct_ratio=args.direct_ratio)), ("heldout", heldout, lambda target: write_heldout(
+            direct_ratio=args.direct_ratio, copy_drills=args.copy_drills)), ("heldout", heldout, lambda target: write_heldout(
             target, args.heldout_seed, ("tir_bench",), tir_count=args.heldout_count, tir_tasks=tuple(args.tasks),
             model_pixels=pixels))):
         if split == "heldout" and args.heldout_count <= 0:
