@@ -28,6 +28,15 @@ from lookcloser.agent.toolkit import ToolError, error_text, tool
 MAX_CODE_CHARS = 20_000
 
 
+def printed_text(text: str) -> str:
+    """The text block of a call that ran: what it printed (oracle trajectories and drills spell it so too).
+
+    >>> printed_text("3, 7\\n"), printed_text("")
+    ('Output:\\n3, 7\\n', 'The code ran and printed nothing.')
+    """
+    return f"Output:\n{text}" if text.strip() else "The code ran and printed nothing."
+
+
 class PythonTool:
     """The ``python`` tool over an image environment's episode images: mixed into ``PythonImageToolEnv`` (every
     image tool) and ``PythonCropToolEnv`` (crop only), each of which calls ``_start_python`` in ``__init__``."""
@@ -81,7 +90,7 @@ class PythonTool:
                               f"the code was stopped at its {self._limits.describe(result.limit)} limit.")
         if result.error:
             return error_text(f"{result.error}:\n{text}" if text.strip() else result.error)
-        blocks = [{"type": "text", "text": f"Output:\n{text}" if text.strip() else "The code ran and printed nothing."}]
+        blocks = [{"type": "text", "text": printed_text(text)}]
         for picture in result.images:
             blocks += self._add(ops.make_root(picture, self._max_pixels), "picture from the code")
         if result.images_left_out:

@@ -48,12 +48,14 @@ def _spot_difference_step(rows: int, cols: int) -> ProgramStep:
                        "The program printed the patches where the two images differ.")
 
 
+# The task kinds a program solves, each with its oracle's python turn from the item's meta data.
+PROGRAM_STEPS = {"spot_difference": lambda meta: _spot_difference_step(meta["rows"], meta["cols"])}
+
+
 def program_step(item: SyntheticItem) -> ProgramStep | None:
     """The oracle's python turn for ``item``'s task, or None when no program solves that kind."""
-    task, meta = item.record["task"], item.record["meta_data"]
-    if task == "spot_difference":
-        return _spot_difference_step(meta["rows"], meta["cols"])
-    return None
+    make = PROGRAM_STEPS.get(item.record["task"])
+    return make(item.record["meta_data"]) if make else None
 
 
 # The drill's grid (each way) is wider than the tasks' 3-5, and its lists longer, so a value that is
@@ -77,7 +79,8 @@ def copy_drill(item: SyntheticItem, trajectory: dict, rng: random.Random) -> dic
     >>> from lookcloser.data_builders.synthetic import SyntheticItem, spot_difference_prompt
     >>> item = SyntheticItem({"task": "spot_difference", "prompt": spot_difference_prompt(3, 4), "answer": "2",
     ...                       "meta_data": {"rows": 3, "cols": 4}}, [])
-    >>> messages = [{"role": "user", "content": [{"type": "text", "text": item.record["prompt"]}]}, {}, {}, {}]
+    >>> call = {"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "python"}}]}
+    >>> messages = [{"role": "user", "content": [{"type": "text", "text": item.record["prompt"]}]}, call, {}, {}]
     >>> drill = copy_drill(item, {"messages": messages, "images": [], "task": "spot_difference", "id": "0"},
     ...                    random.Random(0))
     >>> drill["messages"][0]["content"][0]["text"][-17:]
@@ -87,11 +90,13 @@ def copy_drill(item: SyntheticItem, trajectory: dict, rng: random.Random) -> dic
     >>> drill["messages"][2]["content"][0]["text"].split(), drill["messages"][3]["content"][-27:]
     (['Output:', '34'], '</think><answer>34</answer>')
     """
+    from lookcloser.agent.code_env import printed_text
     from lookcloser.data_builders.synthetic import spot_difference_prompt
     from lookcloser.data_builders.tool_sft import final_message
 
-    if item.record["task"] != "spot_difference" or len(trajectory["messages"]) != 4:
-        return None
+    called = trajectory["messages"][1].get("tool_calls") or []
+    if item.record["task"] != "spot_difference" or [c["function"]["name"] for c in called] != ["python"]:
+        return None  # solved with the image tools (an environment without python): nothing to drill
     rows, cols = rng.randint(*DRILL_GRID), rng.randint(*DRILL_GRID)
     cells = sorted(rng.sample(range(1, rows * cols + 1), rng.randint(1, min(DRILL_MAX_PATCHES, rows * cols))))
     printed = ", ".join(map(str, cells))
@@ -103,6 +108,6 @@ def copy_drill(item: SyntheticItem, trajectory: dict, rng: random.Random) -> dic
              for name, arguments in step.step.calls]
     messages = [{**question, "content": asked},
                 {"role": "assistant", "content": f"<think>{step.step.think}</think>", "tool_calls": calls},
-                {"role": "tool", "name": "python", "content": [{"type": "text", "text": f"Output:\n{printed}\n"}]},
+                {"role": "tool", "name": "python", "content": [{"type": "text", "text": printed_text(f"{printed}\n")}]},
                 final_message(step.final_think, printed)]
     return {**trajectory, "messages": messages, "tools": "", "id": f"{trajectory['id']}-drill"}

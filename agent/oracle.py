@@ -35,6 +35,7 @@ def oracle_trajectory(item: SyntheticItem, out_dir: str | Path, environment: str
     offers ``python`` (``synthetic+python``), a task that a short program solves (``agent.code_oracle``) is
     solved by one call that prints the answer, run in the real sandbox, and the answer copies what it printed.
     """
+    from lookcloser.agent.code_env import printed_text
     from lookcloser.agent.code_oracle import program_step
 
     images = [str(p) for p in item.image_paths]
@@ -44,7 +45,7 @@ def oracle_trajectory(item: SyntheticItem, out_dir: str | Path, environment: str
     render_steps(env, steps, messages, images, Path(out_dir), f"{item.record['id']:06d}")
     if step:
         printed = messages[-1]["content"][0]["text"]
-        if printed != f"Output:\n{item.answer_text}\n":  # the oracle's own bug: never teach a wrong copy
+        if printed != printed_text(f"{item.answer_text}\n"):  # the oracle's own bug: never teach a wrong copy
             raise RuntimeError(f"item {item.record['id']}: the {item.record['task']} program printed {printed!r}, "
                                f"the answer is {item.answer_text!r}")
     messages.append(final_message(final_think, item.answer_text))
