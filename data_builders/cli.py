@@ -31,7 +31,7 @@ from lookcloser.checks import (
     check_range,
     did_you_mean,
 )
-from lookcloser.cli import Interrupted, run
+from lookcloser.cli import Interrupted, interrupt_stays_an_interrupt, run
 from lookcloser.data_builders.commands import (
     imagenet_think_data,
     mixed_tasks,
@@ -310,7 +310,8 @@ def build(name: str, args: BuildArguments) -> BuildReport:
     command = COMMANDS[name]
     report = BuildReport(on_error=args.on_error, rejects_path=args.rejects_path if args.on_error == "skip" else None)
     try:
-        where = command.build(args, report)
+        with interrupt_stays_an_interrupt():
+            where = command.build(args, report)
     except KeyboardInterrupt:
         report.close()
         if report.rejects_path is not None and report.n_rejected:  # cut short like the data set: not kept

@@ -48,6 +48,7 @@ def main(argv: list[str] | None = None) -> dict | None:
         return None
     if argv and argv[0] == "run":
         argv = argv[1:]
+    from lookcloser.cli import interrupt_stays_an_interrupt
     from lookcloser.eval.config import EvalConfig, check_paths
     from lookcloser.eval.pipeline import apply_checkpoint_prompting, evaluate, prompting_line
     from lookcloser.recipes import CommandLine, parse_recipe
@@ -61,7 +62,8 @@ def main(argv: list[str] | None = None) -> dict | None:
     if prompting_line(sources, per_benchmark):
         print(f"Prompting: {prompting_line(sources, per_benchmark)}")
     try:
-        metrics = evaluate(cfg, prompting_sources=sources, per_benchmark=per_benchmark)
+        with interrupt_stays_an_interrupt():
+            metrics = evaluate(cfg, prompting_sources=sources, per_benchmark=per_benchmark)
     except KeyboardInterrupt:
         raise kept_predictions(cfg) from None
     for name, m in metrics["benchmarks"].items():

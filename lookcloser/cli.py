@@ -9,11 +9,12 @@ half-made first, and says what it kept by raising ``Interrupted``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import NoReturn
 
 from lookcloser.errors import UserError
@@ -32,6 +33,33 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, kept: str, resume_flags: Sequence[str] = ()):
         super().__init__(kept)
         self.kept, self.resume_flags = kept, list(resume_flags)
+
+
+def _interrupt_behind(err: BaseException) -> KeyboardInterrupt | None:
+    """The KeyboardInterrupt that ``err`` was raised while handling, if any (its ``__context__`` chain)."""
+    seen: set[int] = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, KeyboardInterrupt):
+            return err
+        seen.add(id(err))
+        err = err.__context__ or err.__cause__
+    return None
+
+
+@contextlib.contextmanager
+def interrupt_stays_an_interrupt() -> Iterator[None]:
+    """An error raised while a library handled Ctrl-C's KeyboardInterrupt leaves the block as that
+    interrupt, so the ``except KeyboardInterrupt`` around it removes what was half-made and says what
+    was kept. Why: ``multiprocess`` (which ``datasets`` imports) wraps an import in a bare ``except:``
+    that imports a module that is not installed, so a Ctrl-C landing there surfaces as
+    ``ModuleNotFoundError: No module named 'version'`` (seen in CI)."""
+    try:
+        yield
+    except Exception as err:
+        interrupt = _interrupt_behind(err)
+        if interrupt is None:
+            raise
+        raise interrupt from None
 
 
 def command_line(prog: str | None = None, argv: Sequence[str] | None = None) -> str:
@@ -101,7 +129,8 @@ def run(main: Callable, parse_args: Callable[[], Sequence] = tuple, prog: str | 
     mistake; 130 after one ``interrupted:`` line for Ctrl-C. ``prog``/``argv``: the command as
     typed, for the resume hint (default: ``python`` and ``sys.argv``)."""
     try:
-        main(*parse_args())
+        with interrupt_stays_an_interrupt():
+            main(*parse_args())
     except UserError as err:
         return report_error(err)
     except KeyboardInterrupt as err:

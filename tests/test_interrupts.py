@@ -84,6 +84,49 @@ def test_curriculum_interrupted_before_a_checkpoint_leaves_no_stage_state(tmp_pa
     assert not (tmp_path / "run").exists()  # no stage_started.json claiming a start, no empty folders
 
 
+CTRL_C_INSIDE_MULTIPROCESS = """
+import signal, sys
+from pathlib import Path
+from lookcloser.cli import run
+from lookcloser.train.entry import removed_when_interrupted
+
+
+class CtrlCWhileMultiprocessReadsItsVersion:
+    # The one spot where multiprocess/__init__.py's bare except catches the KeyboardInterrupt.
+    def find_spec(self, name, path=None, target=None):
+        if name == "multiprocess.__info__":
+            signal.raise_signal(signal.SIGINT)
+        return None
+
+
+def main(out):
+    assert "multiprocess" not in sys.modules
+    sys.meta_path.insert(0, CtrlCWhileMultiprocessReadsItsVersion())
+    with removed_when_interrupted(out):
+        Path(out).mkdir()
+        import multiprocess  # what `datasets` imports first, as the SFT trainer is built
+
+
+sys.exit(run(main, lambda: sys.argv[1:]))
+"""
+
+
+def test_ctrl_c_that_a_library_turns_into_another_error_is_still_an_interrupt(tmp_path):
+    """CI once sent the curriculum's SIGINT while ``datasets`` imported ``multiprocess``, whose bare
+    ``except:`` turned it into ``ModuleNotFoundError: No module named 'version'``: a traceback and
+    exit 1. Here the real multiprocess is imported and the real signal lands at that spot."""
+    from testing.sigint import children_take_sigint
+
+    script, out = tmp_path / "ctrl_c.py", tmp_path / "out"
+    script.write_text(CTRL_C_INSIDE_MULTIPROCESS)
+    with children_take_sigint():
+        proc = subprocess.run([sys.executable, str(script), str(out)], check=False, cwd=tmp_path, capture_output=True, text=True,
+                              env={**os.environ, "PYTHONWARNINGS": "ignore"}, timeout=120)
+    line = _one_interrupted_line(proc.returncode, [ln for ln in proc.stderr.splitlines() if ln.strip()])
+    assert line == f"interrupted: no checkpoint was saved yet, nothing is kept; to resume: python {script} {out}"
+    assert not out.exists()
+
+
 def test_synthetic_builder_leaves_no_images_and_a_rebuild_no_orphans(tmp_path):
     out = tmp_path / "out"
     argv = ["-m", "lookcloser.data_builders", "synthetic", str(SAMPLE), "--count", "5000", "--out", str(out),

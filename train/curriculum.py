@@ -45,7 +45,7 @@ from typing import ClassVar
 import yaml
 
 from lookcloser.checks import did_you_mean
-from lookcloser.cli import Interrupted
+from lookcloser.cli import Interrupted, interrupt_stays_an_interrupt
 from lookcloser.recipes import Recipe, RecipeError, load_recipe_mapping
 
 DEFAULT_SCRIPT = "train/sft.py"
@@ -385,7 +385,8 @@ def run(recipe_path: str | Path, skip: tuple[str, ...] = (), dry_run: bool = Fal
         started, cpu_started = time.time(), _cpu_seconds()
         print(f"[curriculum] stage {k}/{len(stages)} {stage.name} starts", flush=True)
         try:
-            with curriculum_stage(str(stage.output_dir.parent), stage.name, k, len(stages)):  # one W&B group
+            with curriculum_stage(str(stage.output_dir.parent), stage.name, k, len(stages)), \
+                    interrupt_stays_an_interrupt():  # one W&B group
                 run_stage(stage, launcher)
         except KeyboardInterrupt:
             root = stage.output_dir.parent

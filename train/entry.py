@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lookcloser.cli import Interrupted
+from lookcloser.cli import Interrupted, interrupt_stays_an_interrupt
 
 # LoRA targets when a recipe sets use_peft but no lora_target_modules: every projection of the
 # language model's attention and MLP (PEFT knows no default for Qwen3-VL and would stop).
@@ -167,17 +167,18 @@ def train_and_save(trainer, output_dir: str, resume_from_checkpoint=None, config
     result = trainer.train(resume_from_checkpoint=resume_from_checkpoint)
     saving = time.time()
     try:
-        trainer.log_metrics("train", result.metrics)
-        trainer.save_metrics("train", result.metrics)
-        trainer.save_state()
+        with interrupt_stays_an_interrupt():
+            trainer.log_metrics("train", result.metrics)
+            trainer.save_metrics("train", result.metrics)
+            trainer.save_state()
 
-        # Under ZeRO-3 saving is collective: every rank must call it.
-        trainer.save_model(output_dir)
-        if trainer.accelerator.is_main_process:
-            # Save the processor as it was loaded, not with the truncation TRL set while training.
-            without_truncation(trainer.processing_class).save_pretrained(output_dir)
-            check_whole_checkpoint(output_dir)  # e.g. ZeRO-3 shards saved ungathered: said now, not at the next load
-        trainer.accelerator.wait_for_everyone()
+            # Under ZeRO-3 saving is collective: every rank must call it.
+            trainer.save_model(output_dir)
+            if trainer.accelerator.is_main_process:
+                # Save the processor as it was loaded, not with the truncation TRL set while training.
+                without_truncation(trainer.processing_class).save_pretrained(output_dir)
+                check_whole_checkpoint(output_dir)  # e.g. ZeRO-3 shards saved ungathered: said now, not at the next load
+            trainer.accelerator.wait_for_everyone()
     except KeyboardInterrupt:  # the final save was cut: files it wrote are no checkpoint
         for path in Path(output_dir).iterdir() if Path(output_dir).is_dir() else ():
             if path.is_file() and path.stat().st_mtime >= saving:
@@ -210,7 +211,8 @@ def removed_when_interrupted(output_dir: str | Path) -> Iterator[None]:
     checkpoint is kept and the flag that resumes from it."""
     out = Path(output_dir)
     try:
-        yield
+        with interrupt_stays_an_interrupt():
+            yield
     except KeyboardInterrupt:
         for partial in out.glob("checkpoint-*") if out.is_dir() else ():
             if partial.is_dir() and not (partial / "trainer_state.json").is_file():
