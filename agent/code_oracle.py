@@ -1,15 +1,17 @@
 """Programs that solve synthetic TIR tasks, for oracle trajectories that call the ``python`` tool.
 
-Fixed image tools cannot count the differing cells of two pictures; three lines of numpy can. For each
-such task kind, ``program_step`` writes the oracle's one tool turn: a short program over ``image_1`` /
-``image_2`` that prints the answer exactly as the answer is written, and the thinking around it. The
-program runs in the real sandbox when the trajectory is rendered (``agent.oracle.oracle_trajectory``), and
-the trajectory is kept only when what it printed is the gold answer.
+Fixed image tools cannot count the differing cells of two pictures or measure a tilt; a few lines of
+numpy can. For each such task kind, ``program_step`` writes the oracle's one tool turn: a short program
+over ``image_1`` / ``image_2`` that prints the answer exactly as the answer is written, and the thinking
+around it. The program runs in the real sandbox when the trajectory is rendered
+(``agent.oracle.oracle_trajectory``), and the trajectory is kept only when what it printed is the gold
+answer.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from lookcloser.data_builders.synthetic import SyntheticItem, ToolStep
@@ -18,6 +20,13 @@ from lookcloser.data_builders.synthetic import SyntheticItem, ToolStep
 # share of its pixels do (a drawn shape covers >= 12% of its cell; the images are lossless PNG).
 SPOT_PIXEL_THRESHOLD = 60
 SPOT_CELL_SHARE = 0.01
+
+
+# The drill's values are drawn wider than the tasks' (grids of 3-5 each way, 6 options), and its lists
+# longer, so a value that is guessed from what is common, not copied from the context, is wrong.
+DRILL_GRID = (2, 9)
+DRILL_MAX_PATCHES = 6
+DRILL_OPTIONS = (3, 8)
 
 
 @dataclass
@@ -48,33 +57,87 @@ def _spot_difference_step(rows: int, cols: int) -> ProgramStep:
                        "The program printed the patches where the two images differ.")
 
 
-# The task kinds a program solves, each with its oracle's python turn from the item's meta data.
-PROGRAM_STEPS = {"spot_difference": lambda meta: _spot_difference_step(meta["rows"], meta["cols"])}
+ROTATION_ANGLES = range(5, 360, 5)  # as data_builders.synthetic.make_rotation draws them
+
+
+def rotation_program(options: list[int]) -> str:
+    """The program for a rotation_game item with these options (degrees clockwise): prints the letter of
+    the option that the tilt of the picture's edges matches, modulo 90 degrees. The rotated picture sits
+    on white fill (``expand``), so its leftmost and topmost pixels are two corners and the edge between
+    them shows the tilt; a square picture looks the same a quarter turn on, so options 90 degrees apart
+    tie and the first is printed (on 200 items of seed 11: right on 0.905; 0.225 had such a tie).
+
+    >>> print(rotation_program([35, 120]).splitlines()[1])
+    o=[35,120]
+    """
+    return ("import numpy as np\n"
+            f"o=[{','.join(map(str, options))}]\n"
+            "y,x=np.nonzero((np.array(image_1)<255).any(2))\n"
+            "a=np.degrees(np.arctan2(y[x==x.min()].mean()-y.min(),x[y==y.min()].min()-x.min()))\n"
+            "print('ABCDEFGHIJ'[min(range(len(o)),key=lambda i:abs((o[i]-a+45)%90-45))])\n")
+
+
+def _rotation_step(options: list[int]) -> ProgramStep:
+    think = ("The picture is tilted on a white fill. The angle of its edges, measured from its corners, "
+             "matches one option.")
+    return ProgramStep(ToolStep(think, [("python", {"code": rotation_program(options)})]),
+                       "The program printed the option the tilt matches.")
+
+
+@dataclass(frozen=True)
+class Program:
+    """A task kind that a program solves: the oracle's turn from an item's meta data; a drill (a question
+    drawn from ``rng``, its turn, and a printed line drawn to go with it); whether the program is always
+    right (a miss is then the oracle's bug) or may miss (that item gets no trajectory)."""
+
+    step: Callable[[dict], ProgramStep]
+    drill: Callable[[random.Random], tuple[str, ProgramStep, str]]
+    exact: bool = True
+
+
+def _spot_difference_drill(rng: random.Random) -> tuple[str, ProgramStep, str]:
+    from lookcloser.data_builders.synthetic import spot_difference_prompt
+
+    rows, cols = rng.randint(*DRILL_GRID), rng.randint(*DRILL_GRID)
+    cells = sorted(rng.sample(range(1, rows * cols + 1), rng.randint(1, min(DRILL_MAX_PATCHES, rows * cols))))
+    return spot_difference_prompt(rows, cols), _spot_difference_step(rows, cols), ", ".join(map(str, cells))
+
+
+def _rotation_drill(rng: random.Random) -> tuple[str, ProgramStep, str]:
+    from lookcloser.data_builders.synthetic import LETTERS, rotation_prompt
+
+    options = rng.sample(ROTATION_ANGLES, rng.randint(*DRILL_OPTIONS))
+    return rotation_prompt(options), _rotation_step(options), rng.choice(LETTERS[:len(options)])
+
+
+# The task kinds a program solves.
+PROGRAMS = {
+    "spot_difference": Program(lambda meta: _spot_difference_step(meta["rows"], meta["cols"]),
+                               lambda rng: _spot_difference_drill(rng)),
+    "rotation_game": Program(lambda meta: _rotation_step(meta["options"]), lambda rng: _rotation_drill(rng),
+                             exact=False),
+}
 
 
 def program_step(item: SyntheticItem) -> ProgramStep | None:
     """The oracle's python turn for ``item``'s task, or None when no program solves that kind."""
-    make = PROGRAM_STEPS.get(item.record["task"])
-    return make(item.record["meta_data"]) if make else None
+    program = PROGRAMS.get(item.record["task"])
+    return program.step(item.record["meta_data"]) if program else None
 
 
-# The drill's grid (each way) is wider than the tasks' 3-5, and its lists longer, so a value that is
-# guessed from what is common, not copied from the context, is wrong.
-DRILL_GRID = (2, 9)
-DRILL_MAX_PATCHES = 6
 
 
 def copy_drill(item: SyntheticItem, trajectory: dict, rng: random.Random) -> dict | None:
     """A drill on the copies a python trajectory makes, for a warm-up stage before its cold start.
 
-    ``trajectory`` (``agent.oracle.oracle_trajectory``'s record for ``item``) with the grid size and the
-    printed line drawn from ``rng``: the question names the grid, the thinking and the program repeat it,
-    the tool result prints a list of patches and the answer repeats that list. Only a copy from the context
-    writes those right. The tiny model learned the program's fixed text in 300 cold-start steps but not these
-    copies (docs/grpo.md, "Code tool"); here they are all a row teaches. The printed line is drawn, not run
-    (a drill, not a trajectory: the pictures do not show it), and the record carries no tool schemas, so a
-    row is about 600 tiny-model tokens against 1,400 and many steps are cheap. None where no program
-    solved the item.
+    ``trajectory`` (``agent.oracle.oracle_trajectory``'s record for ``item``) with the values it copies drawn
+    from ``rng`` (``Program.drill``): the question names them (spot_difference: the grid; rotation_game: the
+    options), the program repeats them, the tool result prints a line and the answer repeats it. Only a copy
+    from the context writes those right. The tiny model learned the program's fixed text in 300 cold-start
+    steps but not these copies (docs/grpo.md, "Code tool"); here they are all a row teaches. The printed line
+    is drawn, not run (a drill, not a trajectory: the pictures do not show it), and the record carries no
+    tool schemas, so a row is about 600 tiny-model tokens against 1,400 and many steps are cheap. None where
+    no program solved the item.
 
     >>> from lookcloser.data_builders.synthetic import SyntheticItem, spot_difference_prompt
     >>> item = SyntheticItem({"task": "spot_difference", "prompt": spot_difference_prompt(3, 4), "answer": "2",
@@ -91,18 +154,15 @@ def copy_drill(item: SyntheticItem, trajectory: dict, rng: random.Random) -> dic
     (['Output:', '34'], '</think><answer>34</answer>')
     """
     from lookcloser.agent.code_env import printed_text
-    from lookcloser.data_builders.synthetic import spot_difference_prompt
     from lookcloser.data_builders.tool_sft import final_message
 
     called = trajectory["messages"][1].get("tool_calls") or []
-    if item.record["task"] != "spot_difference" or [c["function"]["name"] for c in called] != ["python"]:
+    program = PROGRAMS.get(item.record["task"])
+    if program is None or [c["function"]["name"] for c in called] != ["python"]:
         return None  # solved with the image tools (an environment without python): nothing to drill
-    rows, cols = rng.randint(*DRILL_GRID), rng.randint(*DRILL_GRID)
-    cells = sorted(rng.sample(range(1, rows * cols + 1), rng.randint(1, min(DRILL_MAX_PATCHES, rows * cols))))
-    printed = ", ".join(map(str, cells))
-    step = _spot_difference_step(rows, cols)
+    prompt, step, printed = program.drill(rng)
     question = trajectory["messages"][0]
-    asked = [{"type": "text", "text": spot_difference_prompt(rows, cols)} if block.get("text") == item.record["prompt"]
+    asked = [{"type": "text", "text": prompt} if block.get("text") == item.record["prompt"]
              else block for block in question["content"]]
     calls = [{"type": "function", "function": {"name": name, "arguments": arguments}}
              for name, arguments in step.step.calls]

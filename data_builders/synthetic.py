@@ -186,6 +186,12 @@ def make_jigsaw(rng: random.Random, src: Image.Image, item_id: int, writer: _Wri
     return SyntheticItem(_record(item_id, "jigsaw", prompt, answer, [rel], {"difficulty": n}), [path], steps, final)
 
 
+def rotation_prompt(options: list[int]) -> str:
+    """The rotation_game question with these options (degrees)."""
+    return _mcq("How many degrees should you rotate this image CLOCKWISE to restore it to its original orientation?",
+                [str(a) for a in options], "°")
+
+
 def make_rotation(rng: random.Random, src: Image.Image, item_id: int, writer: _Writer,
                   cfg: SyntheticConfig) -> SyntheticItem:
     step = cfg.rotation_step
@@ -199,18 +205,16 @@ def make_rotation(rng: random.Random, src: Image.Image, item_id: int, writer: _W
         if all(min(abs(candidate - a), 360 - abs(candidate - a)) >= 20 for a in pool):
             pool.append(candidate)
     rng.shuffle(pool)
-    options = [str(a) for a in pool]
     letter = LETTERS[pool.index(angle)]
     img = _resize_long_side(src, cfg.base_size)
     rotated = img.rotate(angle, Image.Resampling.BICUBIC, expand=True, fillcolor=(255, 255, 255))
     rel, path = writer.save(rotated, "rotation_game", item_id, 1)
-    prompt = _mcq("How many degrees should you rotate this image CLOCKWISE to restore it to its original orientation?",
-                  options, "°")
+    prompt = rotation_prompt(pool)
     steps = [ToolStep("The image looks tilted. The rotate tool turns counter-clockwise, so I try a clockwise turn of "
                       f"{angle}° as a rotation by {-angle}°.", [("rotate", {"image_index": 0, "angle": -angle})])]
     final = f"Rotating {angle}° clockwise puts the image upright, which is option {letter}."
-    return SyntheticItem(_record(item_id, "rotation_game", prompt, letter, [rel], {"angle": angle}), [path], steps,
-                         final)
+    return SyntheticItem(_record(item_id, "rotation_game", prompt, letter, [rel], {"angle": angle, "options": pool}),
+                         [path], steps, final)
 
 
 def _draw_shape(draw: ImageDraw.ImageDraw, shape: str, box: tuple[float, float, float, float], fill,
