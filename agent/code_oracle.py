@@ -113,8 +113,8 @@ def _rotation_drill(rng: random.Random) -> tuple[str, ProgramStep, str]:
 # The task kinds a program solves.
 PROGRAMS = {
     "spot_difference": Program(lambda meta: _spot_difference_step(meta["rows"], meta["cols"]),
-                               lambda rng: _spot_difference_drill(rng)),
-    "rotation_game": Program(lambda meta: _rotation_step(meta["options"]), lambda rng: _rotation_drill(rng),
+                               _spot_difference_drill),
+    "rotation_game": Program(lambda meta: _rotation_step(meta["options"]), _rotation_drill,
                              exact=False),
 }
 
