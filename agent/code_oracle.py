@@ -21,7 +21,6 @@ from lookcloser.data_builders.synthetic import SyntheticItem, ToolStep
 SPOT_PIXEL_THRESHOLD = 60
 SPOT_CELL_SHARE = 0.01
 
-
 # The drill's values are drawn wider than the tasks' (grids of 3-5 each way, 6 options), and its lists
 # longer, so a value that is guessed from what is common, not copied from the context, is wrong.
 DRILL_GRID = (2, 9)
@@ -123,8 +122,6 @@ def program_step(item: SyntheticItem) -> ProgramStep | None:
     """The oracle's python turn for ``item``'s task, or None when no program solves that kind."""
     program = PROGRAMS.get(item.record["task"])
     return program.step(item.record["meta_data"]) if program else None
-
-
 
 
 def copy_drill(item: SyntheticItem, trajectory: dict, rng: random.Random) -> dict | None:
