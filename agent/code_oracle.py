@@ -14,7 +14,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from lookcloser.data_builders.synthetic import SyntheticItem, ToolStep
+from lookcloser.data_builders.synthetic import SyntheticConfig, SyntheticItem, ToolStep
 
 # A pixel differs when its channels differ by more than this in sum; a cell differs when more than this
 # share of its pixels do (a drawn shape covers >= 12% of its cell; the images are lossless PNG).
@@ -56,7 +56,8 @@ def _spot_difference_step(rows: int, cols: int) -> ProgramStep:
                        "The program printed the patches where the two images differ.")
 
 
-ROTATION_ANGLES = range(5, 360, 5)  # as data_builders.synthetic.make_rotation draws them
+# The angles data_builders.synthetic.make_rotation draws its options from (the default step).
+ROTATION_ANGLES = range(SyntheticConfig.rotation_step, 360, SyntheticConfig.rotation_step)
 
 
 def rotation_program(options: list[int]) -> str:
@@ -151,7 +152,7 @@ def copy_drill(item: SyntheticItem, trajectory: dict, rng: random.Random) -> dic
     (['Output:', '34'], '</think><answer>34</answer>')
     """
     from lookcloser.agent.code_env import printed_text
-    from lookcloser.data_builders.tool_sft import final_message
+    from lookcloser.data_builders.tool_sft import call_message, final_message
 
     called = trajectory["messages"][1].get("tool_calls") or []
     program = PROGRAMS.get(item.record["task"])
@@ -161,10 +162,7 @@ def copy_drill(item: SyntheticItem, trajectory: dict, rng: random.Random) -> dic
     question = trajectory["messages"][0]
     asked = [{"type": "text", "text": prompt} if block.get("text") == item.record["prompt"]
              else block for block in question["content"]]
-    calls = [{"type": "function", "function": {"name": name, "arguments": arguments}}
-             for name, arguments in step.step.calls]
-    messages = [{**question, "content": asked},
-                {"role": "assistant", "content": f"<think>{step.step.think}</think>", "tool_calls": calls},
+    messages = [{**question, "content": asked}, call_message(step.step),
                 {"role": "tool", "name": "python", "content": [{"type": "text", "text": printed_text(f"{printed}\n")}]},
                 final_message(step.final_think, printed)]
     return {**trajectory, "messages": messages, "tools": "", "id": f"{trajectory['id']}-drill"}

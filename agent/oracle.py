@@ -19,7 +19,7 @@ from lookcloser.agent.photo_env import listed_ids
 from lookcloser.agent.toolkit import call_failed, tool_names
 from lookcloser.data_builders.search_tasks import LAST_LISTING
 from lookcloser.data_builders.synthetic import SyntheticConfig, SyntheticItem
-from lookcloser.data_builders.tool_sft import final_message, user_message
+from lookcloser.data_builders.tool_sft import call_message, final_message, user_message
 
 
 def tool_schemas(environment: str = "tir_bench") -> list[dict]:
@@ -73,8 +73,7 @@ def render_steps(env, steps: list, messages: list[dict], images: list[str], out_
     (as the agent loop shows them) to ``messages``; tool images go to ``out_dir/oracle/{tag}_{k}.png``
     and onto ``images``. A failing call is the oracle's own bug: it raises."""
     for step in steps:
-        calls = [{"type": "function", "function": {"name": name, "arguments": args}} for name, args in step.calls]
-        messages.append({"role": "assistant", "content": f"<think>{step.think}</think>", "tool_calls": calls})
+        messages.append(call_message(step))
         for name, args in step.calls:
             result = env._call_tool(name, args)
             if call_failed(result):

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 
-from lookcloser.data_builders.synthetic import SyntheticItem
+from lookcloser.data_builders.synthetic import SyntheticItem, ToolStep
 
 DATA_SOURCE = "tir_bench"
 REWARD_KEYS = ("id", "task", "answer", "prompt", "image_1", "image_2", "meta_data")
@@ -36,6 +36,16 @@ def user_message(n_images: int, text: str) -> dict:
     [{'type': 'image'}, {'type': 'text', 'text': 'Where do they differ?'}]
     """
     return {"role": "user", "content": [*({"type": "image"} for _ in range(n_images)), {"type": "text", "text": text}]}
+
+
+def call_message(step: ToolStep) -> dict:
+    """An assistant turn that calls tools: its thinking, then the calls in TRL's format.
+
+    >>> call_message(ToolStep("Crop it.", [("crop", {"box": [0, 0, 1, 1]})]))["tool_calls"][0]["function"]["name"]
+    'crop'
+    """
+    calls = [{"type": "function", "function": {"name": name, "arguments": args}} for name, args in step.calls]
+    return {"role": "assistant", "content": f"<think>{step.think}</think>", "tool_calls": calls}
 
 
 def final_message(think: str, answer: str) -> dict:

@@ -46,8 +46,9 @@ class ToolTaskArguments:
         "help": "Share of the training cold-start trajectories that answer at once, without a tool (0-1): a "
                 "cold start that has seen both ways to answer, for GRPO to find which pays."})
     copy_drills: int = field(default=0, metadata={
-        "help": "Per python-tool trajectory, this many copy drills in train/copy (its grid and printed line drawn "
-                "at random, no tool schemas): the warm-up stage on the copies before the cold start."})
+        "help": "Per python-tool trajectory, this many copy drills in train/copy (the values it copies, a grid or "
+                "options, and its printed line drawn at random; no tool schemas): the warm-up stage on the copies "
+                "before the cold start."})
 
     def __post_init__(self) -> None:
         from lookcloser.agent.environments import ENVIRONMENTS
