@@ -1,0 +1,117 @@
+"""What the code tool's programs can reach, and what a checkpoint copies into them (docs/grpo.md, "Code tool").
+
+``programs``: generates synthetic items of a seed (one no recipe trains or reports on) and runs each kind's
+program (``agent.code_oracle.PROGRAMS``) in the real sandbox, as the oracle does: how often what it printed is
+the gold answer, and for rotation_game how many items hold two options a quarter turn apart (the square
+pictures look the same then: a tie no program breaks). For jigsaw, which has no program, it counts the items
+whose scrambled image holds two identical pieces: two such pieces can swap places, so the picture does not
+determine the answer and no program can be exact.
+
+``copies``: reads the trajectories ``python -m eval`` saved and counts, per kind, the episodes whose program
+did not repeat the question's grid or options, and those whose answer is not the line the program printed.
+
+Prints one JSON object.
+
+    python bench/probe_code_tool.py programs --seed 11 --count 200 --out /tmp/probe_programs
+    python bench/probe_code_tool.py copies /tmp/e3739-sft /tmp/e3739-grpo
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+SEAM = 2  # the white seams make_jigsaw draws between pieces: compared without them
+
+
+def program_reach(seed: int, count: int, out: str) -> dict:
+    import numpy as np
+    from PIL import Image
+
+    from lookcloser.agent.code_oracle import PROGRAMS
+    from lookcloser.agent.oracle import oracle_trajectory
+    from lookcloser.data_builders.grpo_rows import source_pictures
+    from lookcloser.data_builders.synthetic import SyntheticConfig, generate_items
+
+    pictures = source_pictures(None, out, seed)
+    result: dict = {"seed": seed, "pictures": str(pictures)}
+    for task in PROGRAMS:
+        folder = Path(out) / task
+        kind = result.setdefault(task, {"items": 0, "right": 0})
+        for item in generate_items(pictures, folder, count, SyntheticConfig(seed=seed, tasks=(task,), base_size=256)):
+            kind["items"] += 1
+            kind["right"] += oracle_trajectory(item, folder, "crop+python") is not None
+            if task == "rotation_game":
+                meta = item.record["meta_data"]
+                kind["ties"] = kind.get("ties", 0) + any(o != meta["angle"] and (o - meta["angle"]) % 90 == 0
+                                                         for o in meta["options"])
+    jigsaw = SyntheticConfig(seed=seed, tasks=("jigsaw",), base_size=256)
+    for item in generate_items(pictures, Path(out) / "jigsaw", count, jigsaw):
+        n = item.record["meta_data"]["difficulty"]
+        with Image.open(item.image_paths[0]) as opened:
+            pixels = np.asarray(opened.convert("RGB"))
+        h, w = pixels.shape[0] // n, pixels.shape[1] // n
+        pieces = {pixels[r * h + SEAM:(r + 1) * h - SEAM, c * w + SEAM:(c + 1) * w - SEAM].tobytes()
+                  for r in range(n) for c in range(n)}
+        kind = result.setdefault(f"jigsaw {n}x{n}", {"items": 0, "with_identical_pieces": 0})
+        kind["items"] += 1
+        kind["with_identical_pieces"] += len(pieces) < n * n
+    for kind in result.values():
+        if isinstance(kind, dict):
+            kind.update({f"{k}_share": round(v / kind["items"], 3) for k, v in list(kind.items()) if k != "items"})
+    return result
+
+
+def copy_errors(eval_dirs: list[str]) -> dict:
+    result = {}
+    for folder in eval_dirs:
+        kinds: dict = {}
+        for path in sorted(Path(folder, "tir_bench", "trajectories").glob("*.json")):
+            saved = json.loads(path.read_text(encoding="utf-8"))
+            messages = saved["messages"] if isinstance(saved, dict) else saved
+            question = " ".join(b.get("text", "") for b in messages[0]["content"] if b.get("type") == "text")
+            calls = [c for m in messages if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+            code = calls[0]["function"]["arguments"].get("code", "") if calls else ""
+            if "CLOCKWISE" in question:
+                kind, wanted = "rotation_game", ",".join(re.findall(r"\n[A-J]\. (\d+)°", question))
+                copied = re.search(r"o=\[([^\]]*)\]", code)
+            else:
+                kind, wanted = "spot_difference", ",".join(re.search(r"n is (\d+) and m is (\d+)", question).groups())
+                copied = re.search(r"n,m=(\d+,\d+)", code)
+            results = [m for m in messages if m["role"] == "tool"]
+            printed = results[0]["content"][0]["text"].split("Output:\n", 1)[-1].strip() if results else None
+            answer = re.search(r"<answer>(.*?)</answer>", messages[-1].get("content") or "", re.DOTALL)
+            counts = kinds.setdefault(kind, {"episodes": 0, "no_call": 0, "question_miscopied": 0,
+                                             "answer_not_printed": 0})
+            counts["episodes"] += 1
+            counts["no_call"] += not calls
+            counts["question_miscopied"] += bool(calls) and (copied.group(1) if copied else None) != wanted
+            counts["answer_not_printed"] += bool(calls) and (answer.group(1).strip() if answer else None) != printed
+        result[folder] = kinds
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    programs = commands.add_parser("programs", help="each program's reach on a seed's items (real sandbox)")
+    programs.add_argument("--seed", type=int, default=11)
+    programs.add_argument("--count", type=int, default=200)
+    programs.add_argument("--out", required=True, help="folder for the generated items")
+    copies = commands.add_parser("copies", help="copy errors in saved eval trajectories")
+    copies.add_argument("eval_dirs", nargs="+", help="python -m eval output folders (tir_bench/trajectories)")
+    args = parser.parse_args()
+    if args.command == "programs" and args.count < 1:
+        parser.error(f"--count {args.count}: must be at least 1")
+    for folder in getattr(args, "eval_dirs", []):
+        if not Path(folder, "tir_bench", "trajectories").is_dir():
+            parser.error(f"{folder}: no tir_bench/trajectories folder (python -m eval with --save_trajectories true)")
+    result = (program_reach(args.seed, args.count, args.out) if args.command == "programs"
+              else copy_errors(args.eval_dirs))
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
