@@ -7,12 +7,16 @@ pictures look the same then: a tie no program breaks). For jigsaw, which has no 
 whose scrambled image holds two identical pieces: two such pieces can swap places, so the picture does not
 determine the answer and no program can be exact.
 
+``heldout``: the same on the items of a held-out folder: the score a policy that copies the program reaches
+there.
+
 ``copies``: reads the trajectories ``python -m eval`` saved and counts, per kind, the episodes whose program
 did not repeat the question's grid or options, and those whose answer is not the line the program printed.
 
 Prints one JSON object.
 
     python bench/probe_code_tool.py programs --seed 11 --count 200 --out /tmp/probe_programs
+    python bench/probe_code_tool.py heldout /tmp/h3740 --out /tmp/probe_3740
     python bench/probe_code_tool.py copies /tmp/e3739-sft /tmp/e3739-grpo
 """
 
@@ -26,12 +30,48 @@ from pathlib import Path
 SEAM = 2  # the white seams make_jigsaw draws between pieces: compared without them
 
 
+def _count(kind: dict, item, out: Path) -> None:
+    """Run ``item``'s program as the oracle does; count whether it printed the gold answer."""
+    from lookcloser.agent.oracle import oracle_trajectory
+
+    kind["items"] += 1
+    try:
+        kind["right"] += oracle_trajectory(item, out, "crop+python") is not None
+    except RuntimeError:  # an exact program that missed: counted, not raised, here
+        pass
+    if item.record["task"] == "rotation_game":
+        meta = item.record["meta_data"]
+        kind["ties"] = kind.get("ties", 0) + any(o != meta["angle"] and (o - meta["angle"]) % 90 == 0
+                                                 for o in meta["options"])
+
+
+def _shares(result: dict) -> dict:
+    for kind in result.values():
+        if isinstance(kind, dict):
+            kind.update({f"{k}_share": round(v / kind["items"], 3) for k, v in list(kind.items()) if k != "items"})
+    return result
+
+
+def heldout_reach(data_root: str, out: str) -> dict:
+    """Each program's score on the items of a held-out folder (``python -m data_builders heldout``): the
+    ceiling of a policy that copies it."""
+    from lookcloser.agent.code_oracle import PROGRAMS
+    from lookcloser.data_builders.synthetic import SyntheticItem
+
+    folder = Path(data_root) / "tir_bench"
+    result: dict = {"data_root": data_root}
+    for record in json.loads((folder / "TIR-Bench.json").read_text(encoding="utf-8")):
+        if record["task"] in PROGRAMS:
+            images = [folder / record[k] for k in ("image_1", "image_2") if record.get(k)]
+            _count(result.setdefault(record["task"], {"items": 0, "right": 0}), SyntheticItem(record, images), Path(out))
+    return _shares(result)
+
+
 def program_reach(seed: int, count: int, out: str) -> dict:
     import numpy as np
     from PIL import Image
 
     from lookcloser.agent.code_oracle import PROGRAMS
-    from lookcloser.agent.oracle import oracle_trajectory
     from lookcloser.data_builders.grpo_rows import source_pictures
     from lookcloser.data_builders.synthetic import SyntheticConfig, generate_items
 
@@ -41,12 +81,7 @@ def program_reach(seed: int, count: int, out: str) -> dict:
         folder = Path(out) / task
         kind = result.setdefault(task, {"items": 0, "right": 0})
         for item in generate_items(pictures, folder, count, SyntheticConfig(seed=seed, tasks=(task,), base_size=256)):
-            kind["items"] += 1
-            kind["right"] += oracle_trajectory(item, folder, "crop+python") is not None
-            if task == "rotation_game":
-                meta = item.record["meta_data"]
-                kind["ties"] = kind.get("ties", 0) + any(o != meta["angle"] and (o - meta["angle"]) % 90 == 0
-                                                         for o in meta["options"])
+            _count(kind, item, folder)
     jigsaw = SyntheticConfig(seed=seed, tasks=("jigsaw",), base_size=256)
     for item in generate_items(pictures, Path(out) / "jigsaw", count, jigsaw):
         n = item.record["meta_data"]["difficulty"]
@@ -58,10 +93,7 @@ def program_reach(seed: int, count: int, out: str) -> dict:
         kind = result.setdefault(f"jigsaw {n}x{n}", {"items": 0, "with_identical_pieces": 0})
         kind["items"] += 1
         kind["with_identical_pieces"] += len(pieces) < n * n
-    for kind in result.values():
-        if isinstance(kind, dict):
-            kind.update({f"{k}_share": round(v / kind["items"], 3) for k, v in list(kind.items()) if k != "items"})
-    return result
+    return _shares(result)
 
 
 def copy_errors(eval_dirs: list[str]) -> dict:
@@ -100,6 +132,9 @@ def main() -> None:
     programs.add_argument("--seed", type=int, default=11)
     programs.add_argument("--count", type=int, default=200)
     programs.add_argument("--out", required=True, help="folder for the generated items")
+    heldout = commands.add_parser("heldout", help="each program's score on a held-out folder's items (real sandbox)")
+    heldout.add_argument("data_root", help="a folder python -m data_builders heldout wrote (tir_bench/TIR-Bench.json)")
+    heldout.add_argument("--out", required=True, help="folder for the programs' tool images")
     copies = commands.add_parser("copies", help="copy errors in saved eval trajectories")
     copies.add_argument("eval_dirs", nargs="+", help="python -m eval output folders (tir_bench/trajectories)")
     args = parser.parse_args()
@@ -108,7 +143,10 @@ def main() -> None:
     for folder in getattr(args, "eval_dirs", []):
         if not Path(folder, "tir_bench", "trajectories").is_dir():
             parser.error(f"{folder}: no tir_bench/trajectories folder (python -m eval with --save_trajectories true)")
+    if args.command == "heldout" and not Path(args.data_root, "tir_bench", "TIR-Bench.json").is_file():
+        parser.error(f"{args.data_root}: no tir_bench/TIR-Bench.json (python -m data_builders heldout --benchmarks tir_bench)")
     result = (program_reach(args.seed, args.count, args.out) if args.command == "programs"
+              else heldout_reach(args.data_root, args.out) if args.command == "heldout"
               else copy_errors(args.eval_dirs))
     print(json.dumps(result, indent=1))
 

@@ -240,6 +240,8 @@ def evaluate(cfg: EvalConfig, policy=None, prompting_sources: dict[str, str] | N
         _write_scores(bench_out / "scores.jsonl", rows)
         results[name] = aggregate(name, rows)
         results[name]["answer_prior"] = answer_prior(bench_items)  # the reference: the best score without looking
+        for task, group in results[name]["groups"].get("task", {}).items():  # and each task's own
+            group["answer_prior"] = answer_prior([i for i in bench_items if task in (i.tags.get("task") or [])])
         results[name]["tools_offered"] = tool_names(env_class(factory))
         if cfg.wandb:
             item_rows[name] = prediction_rows(bench_items, predictions, rows, cfg.wandb_items)

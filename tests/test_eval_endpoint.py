@@ -22,7 +22,7 @@ from lookcloser.eval.fixtures import write_fixtures
 from lookcloser.eval.loaders import EvalError
 from lookcloser.eval.pipeline import evaluate, load_items
 from lookcloser.eval.runner import PredictionStore
-from lookcloser.eval.scoring import gold_response
+from lookcloser.eval.scoring import answer_prior, gold_response
 from testing.fake_endpoint import FakeEndpoint
 
 MAX_IMAGE_PIXELS = 2048 * 2048  # OpenAIPolicy's default upload budget
@@ -85,7 +85,10 @@ def test_gold_replies_score_one_on_every_benchmark_end_to_end(fixtures, tmp_path
         assert bench[name]["overall"] == {"accuracy": 1.0}, name
     assert bench["disbench"]["overall"] == {"em": 1.0, "f1": 1.0, "precision": 1.0, "recall": 1.0, "iou": 1.0}
     assert all(m["n_failed"] == 0 for m in bench.values())
-    assert bench["tir_bench"]["groups"]["task"]["jigsaw"] == {"n": 2, "accuracy": 1.0}
+    jigsaw = [it for it in items["tir_bench"] if it.tags["task"] == ["jigsaw"]]
+    assert bench["tir_bench"]["groups"]["task"]["jigsaw"] == {"n": 2, "accuracy": 1.0,
+                                                             "answer_prior": answer_prior(jigsaw)}
+    assert all(0 <= g["answer_prior"] <= 1 for b in ("tir_bench", "mir") for g in bench[b]["groups"]["task"].values())
     assert set(bench["disbench"]["groups"]["event_type"]) == {"intra-event", "inter-event"}
     assert set(bench["imagemining"]["groups"]) >= {"category", "reasoning_type", "need_image_before_search",
                                                    "need_image_during_search"}

@@ -32,6 +32,19 @@ def test_programs_reach_spot_the_difference_always_and_rotation_but_for_ties(tmp
     assert all(0 <= v["with_identical_pieces"] <= v["items"] for v in jigsaw)
 
 
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+def test_heldout_scores_each_program_on_a_heldout_folders_items(tmp_path):
+    root = tmp_path / "heldout"
+    subprocess.run([sys.executable, "-m", "data_builders", "heldout", "--out", str(root), "--seed", "1003", "--benchmarks",
+                    "tir_bench", "--tir_tasks", "spot_difference", "rotation_game", "jigsaw", "--tir_count", "6"],
+                   cwd=REPO, check=True, capture_output=True, timeout=300)
+    reach = probe_code_tool.heldout_reach(str(root), str(tmp_path / "out"))
+    assert set(reach) == {"data_root", "spot_difference", "rotation_game"}  # jigsaw has no program
+    assert reach["spot_difference"]["items"] == 2 and reach["spot_difference"]["right"] == 2
+    rotation = reach["rotation_game"]
+    assert rotation["items"] == 2 and rotation["items"] - rotation["ties"] <= rotation["right"]
+
+
 def _episode(question: str, code: str, printed: str, answer: str) -> dict:
     """A trajectory as eval's runner saves it (agent.loop's messages)."""
     call = {"type": "function", "function": {"name": "python", "arguments": {"code": code}}}
@@ -63,6 +76,7 @@ def test_copies_counts_a_miscopied_question_and_an_answer_that_is_not_the_printe
 @pytest.mark.parametrize("args, says", [
     (("programs", "--count", "0", "--out", "x"), "--count 0: must be at least 1"),
     (("copies", "no-such-run"), "no-such-run: no tir_bench/trajectories folder"),
+    (("heldout", "no-such-root", "--out", "x"), "no-such-root: no tir_bench/TIR-Bench.json"),
 ])
 def test_command_line_mistakes_are_one_error_line_and_exit_2(args, says):
     done = subprocess.run([sys.executable, str(REPO / "bench/probe_code_tool.py"), *args], cwd=REPO,
