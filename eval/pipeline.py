@@ -21,7 +21,7 @@ from pathlib import Path
 from lookcloser.eval.benchmarks import SPECS
 from lookcloser.eval.config import EvalConfig, EvalError
 from lookcloser.eval.loaders import find_benchmark_dir, load_benchmark
-from lookcloser.eval.scoring import aggregate, answer_prior, score_predictions
+from lookcloser.eval.scoring import aggregate, answer_prior, score_predictions, task_answer_priors
 
 logger = logging.getLogger(__name__)
 
@@ -239,9 +239,11 @@ def evaluate(cfg: EvalConfig, policy=None, prompting_sources: dict[str, str] | N
         rows = score_predictions(bench_items, predictions, llm_judge=cfg.llm_judge)
         _write_scores(bench_out / "scores.jsonl", rows)
         results[name] = aggregate(name, rows)
-        results[name]["answer_prior"] = answer_prior(bench_items)  # the reference: the best score without looking
-        for task, group in results[name]["groups"].get("task", {}).items():  # and each task's own
-            group["answer_prior"] = answer_prior([i for i in bench_items if task in (i.tags.get("task") or [])])
+        priors = task_answer_priors(bench_items)  # the reference: the best score without looking, per task
+        results[name]["answer_prior"] = answer_prior(bench_items, priors)
+        for task, group in results[name]["groups"].get("task", {}).items():
+            if task in priors:
+                group["answer_prior"] = priors[task][1]
         results[name]["tools_offered"] = tool_names(env_class(factory))
         if cfg.wandb:
             item_rows[name] = prediction_rows(bench_items, predictions, rows, cfg.wandb_items)

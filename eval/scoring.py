@@ -78,28 +78,42 @@ def _gold_text(item: EvalItem) -> str:
     return (spec.prior_text or spec.answer_text)(item.gold)
 
 
-def answer_prior(items: list[EvalItem]) -> float | None:
-    """The best score without looking: per task, the one fixed gold answer that scores best on it.
+def task_answer_priors(items: list[EvalItem]) -> dict[str, tuple[int, float]]:
+    """Per task (its first ``task`` tag; ``all`` without one): how many good items, and the best mean score
+    of one fixed gold answer given to all of them, measured with the benchmark's own scorer.
 
-    Measured with the benchmark's own scorer, so it is the reference a model that ignores its input
-    is held against (MIR's balanced letters: 0.375; a task whose answers repeat: higher).
+    >>> items = [EvalItem(str(k), "mir", {}, {"conclusion": c}, {"task": [t]}) for k, (c, t) in enumerate(
+    ...     [("A", "t"), ("A", "t"), ("B", "t"), ("C", "u")])]
+    >>> {task: (n, round(prior, 3)) for task, (n, prior) in task_answer_priors(items).items()}
+    {'t': (3, 0.667), 'u': (1, 1.0)}
+    """
+    groups: dict[str, list[EvalItem]] = defaultdict(list)
+    for item in items:
+        if not item.bad:
+            groups[(item.tags.get("task") or ["all"])[0]].append(item)
+    priors = {}
+    for task, members in groups.items():
+        primary = METRICS[members[0].benchmark][0]
+        candidates = sorted({_gold_text(item) for item in members})
+        best = max(sum(score_response(item, answer)[primary] for item in members) for answer in candidates)
+        priors[task] = (len(members), best / len(members))
+    return priors
+
+
+def answer_prior(items: list[EvalItem], priors: dict[str, tuple[int, float]] | None = None) -> float | None:
+    """The best score without looking: per task, the one fixed gold answer that scores best on it
+    (``task_answer_priors``, passed in where the caller has them already), averaged over the items.
+
+    It is the reference a model that ignores its input is held against (MIR's balanced letters: 0.375; a
+    task whose answers repeat: higher).
 
     >>> items = [EvalItem(str(k), "mir", {}, {"conclusion": c}, {"task": ["t"]}) for k, c in enumerate("AAB")]
     >>> round(answer_prior(items), 3)
     0.667
     """
-    good = [item for item in items if not item.bad]
-    if not good:
-        return None
-    groups: dict[str, list[EvalItem]] = defaultdict(list)
-    for item in good:
-        groups[(item.tags.get("task") or ["all"])[0]].append(item)
-    primary = METRICS[good[0].benchmark][0]
-    total = 0.0
-    for members in groups.values():
-        candidates = sorted({_gold_text(item) for item in members})
-        total += max(sum(score_response(item, answer)[primary] for item in members) for answer in candidates)
-    return total / len(good)
+    priors = task_answer_priors(items) if priors is None else priors
+    good = sum(n for n, _ in priors.values())
+    return sum(n * prior for n, prior in priors.values()) / good if good else None
 
 
 def aggregate(benchmark: str, rows: list[dict]) -> dict:
