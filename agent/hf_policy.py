@@ -6,7 +6,10 @@ tool results are appended as the template renders them (the ``_get_tool_suffix_i
 difference between a dummy conversation with and without the tool messages). Replies are parsed
 with TRL's ``parse_response``. All live episodes generate in one left-padded ``generate`` call.
 
-Prefix cache (Qwen3-VL): every prompt starts with the same system text and tool schemas, often
+The family spec (``agent/families``) names the image tokens, the per-image tensors and the token-type
+map the model takes, so every supported family runs through the same code.
+
+Prefix cache (families that allow it, ``ModelFamily.prefix_cache``): every prompt starts with the same system text and tool schemas, often
 most of its tokens. Their key/value cache is computed once and shared by every episode and turn
 (copied into a static cache, so decoding does not re-copy the cache every step; recomputed when
 the weights change, e.g. between training steps); rows are laid out ``[shared prefix | padding | rest]`` (the model's position ids skip padding, so
@@ -31,21 +34,23 @@ class HFPolicy:
             is added to its tokenizer as TRL does, when missing.
         generation_kwargs: Extra ``generate`` arguments (default greedy decoding).
         max_context: Longest sequence allowed; defaults to the model's ``max_position_embeddings``.
-        prefix_cache: Share the key/value cache of the common prompt prefix (default: on for
-            Qwen3-VL, the architecture it is tested with).
+        prefix_cache: Share the key/value cache of the common prompt prefix (default: the family's
+            ``prefix_cache``, on where a test shows it equals plain left padding).
     """
 
     batched = True
 
     def __init__(self, model, processor, generation_kwargs: dict | None = None, max_context: int | None = None,
                  prefix_cache: bool | None = None):
-        from trl.chat_template_utils import add_response_schema
+        from lookcloser.agent.families import family_for_model_type
+        from lookcloser.agent.families.chat import prepare_processor
 
         self.model, self.processor = model, processor
+        self.family = family_for_model_type(str(getattr(model.config, "model_type", "")))
         self.tokenizer = getattr(processor, "tokenizer", processor)
         if getattr(self.tokenizer, "response_template", None) is None and \
                 getattr(self.tokenizer, "response_schema", None) is None:
-            add_response_schema(processor)
+            prepare_processor(processor, self.family)
         self.generation_kwargs = {"do_sample": False, **(generation_kwargs or {})}
         config = model.config.get_text_config()
         self.max_context = max_context or getattr(config, "max_position_embeddings", None) or 32768
@@ -53,12 +58,12 @@ class HFPolicy:
         self.eos_ids = {self.tokenizer.eos_token_id}
         extra_eos = model.generation_config.eos_token_id
         self.eos_ids |= set(extra_eos if isinstance(extra_eos, list) else [extra_eos] if extra_eos is not None else [])
-        image_token = getattr(processor, "image_token", "<|image_pad|>")
-        self.image_token_id = self.tokenizer.convert_tokens_to_ids(image_token)
+        self.image_token_id = self.tokenizer.convert_tokens_to_ids(self.family.image_token)
         self._suffix_prefix: dict[str, list[int]] = {}
-        self.vision_start_id = self.tokenizer.convert_tokens_to_ids("<|vision_start|>")
+        start = self.family.image_start or self.family.image_token
+        self.vision_start_id = self.tokenizer.convert_tokens_to_ids(start)
         if prefix_cache is None:
-            prefix_cache = str(getattr(model.config, "model_type", "")).startswith("qwen3_vl")
+            prefix_cache = self.family.prefix_cache
         self.prefix_cache = prefix_cache
         self._prefix: tuple[list[int], list[tuple[torch.Tensor, torch.Tensor]], int] | None = None
         self.min_prefix = 32  # below this, a shared cache is not worth building
@@ -70,15 +75,15 @@ class HFPolicy:
                                                  **kwargs)
         return {k: (v[0] if k == "input_ids" else v) for k, v in out.items()}
 
-    @staticmethod
-    def _add_vision(state: dict, rendered: dict) -> None:
+    def _add_vision(self, state: dict, rendered: dict) -> None:
+        """Keep the family's per-image tensors of a rendered piece (``ModelFamily.image_keys``)."""
         if rendered.get("pixel_values") is not None and len(rendered["pixel_values"]):
-            state["pixel_values"].append(torch.as_tensor(rendered["pixel_values"]))
-            state["image_grid_thw"].append(torch.as_tensor(rendered["image_grid_thw"]))
+            for key in self.family.image_keys:
+                state[key].append(torch.as_tensor(rendered[key]))
 
     def start(self, episode: Episode) -> None:
         rendered = self._render(episode.messages, tools=episode.tools or None, add_generation_prompt=True)
-        episode.state.update(ids=list(rendered["input_ids"]), pixel_values=[], image_grid_thw=[])
+        episode.state.update(ids=list(rendered["input_ids"]), **{key: [] for key in self.family.image_keys})
         self._add_vision(episode.state, rendered)
 
     def extend(self, episode: Episode, tool_messages: list[dict]) -> None:
@@ -176,12 +181,12 @@ class HFPolicy:
             input_ids[row, length - len(ids) + shared:] = torch.tensor(ids[shared:], dtype=torch.long)
             attention_mask[row, length - len(ids) + shared:] = 1
         inputs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention_mask}
-        pixel_values = [pv for ep in episodes for pv in ep.state["pixel_values"]]
-        if pixel_values:
-            inputs["pixel_values"] = torch.cat(pixel_values)
-            inputs["image_grid_thw"] = torch.cat([g for ep in episodes for g in ep.state["image_grid_thw"]])
-            # Qwen3-VL needs the image-token map for multimodal RoPE (TRL builds it the same way).
-            inputs["mm_token_type_ids"] = (input_ids == self.image_token_id).long()
+        if any(ep.state["pixel_values"] for ep in episodes):
+            for key in self.family.image_keys:
+                inputs[key] = torch.cat([t for ep in episodes for t in ep.state[key]])
+            if self.family.token_type_key:
+                # The image-token map (Qwen's multimodal RoPE, Gemma's image attention), built as TRL builds it.
+                inputs[self.family.token_type_key] = (input_ids == self.image_token_id).long()
         device = getattr(self.model, "device", torch.device("cpu"))
         inputs = {k: v.to(device) for k, v in inputs.items()}
         if shared:

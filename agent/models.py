@@ -1,8 +1,9 @@
-"""Loading Qwen3-VL checkpoints (real or the offline tiny one) with a CPU-safe processor.
+"""Loading checkpoints of every supported family (real or the offline tiny ones) with a CPU-safe processor.
 
 One place answers "give me a model and a processor for this name": a hub id, a local
-checkpoint folder, or a reserved name, ``lookcloser/tiny-qwen3-vl`` or the larger
-``lookcloser/small-qwen3-vl`` (built offline on first use, cached on disk, deterministic from its seed).
+checkpoint folder, or a reserved name, ``lookcloser/tiny-<family>`` (e.g. the embedded default
+``lookcloser/tiny-qwen3-vl``, or the larger ``lookcloser/small-qwen3-vl``), built offline on first use,
+cached on disk, deterministic from its seed. The family (``agent/families``) decides the processor.
 """
 
 from __future__ import annotations
@@ -12,21 +13,23 @@ import os
 from pathlib import Path
 
 import torch
-from transformers import AutoConfig, AutoProcessor
+from transformers import AutoConfig
 
-from lookcloser.agent.processor import LookcloserQwen3VLProcessor
-from lookcloser.checks import EMBEDDED_MODELS, SMALL_MODEL_NAME, TINY_MODEL_NAME, check_model_name  # noqa: F401 - the names, re-exported
+from lookcloser.agent.families import RESERVED, family_for_model_type
+from lookcloser.agent.families.base import ModelFamily
+from lookcloser.agent.families.chat import prepare_processor
+from lookcloser.checks import SMALL_MODEL_NAME, TINY_MODEL_NAME, check_model_name  # noqa: F401 - the names, re-exported
 from lookcloser.errors import ModelPathError
 
 logger = logging.getLogger(__name__)
 
 
-def embedded_model_cache_dir(size: str = "tiny") -> Path:
-    from lookcloser.agent.tiny_qwen3_vl import VERSION
-
+def embedded_model_cache_dir(size: str = "tiny", name: str = TINY_MODEL_NAME) -> Path:
+    """The cache folder of the reserved model ``name`` at ``size`` (e.g. ``~/.cache/lookcloser/tiny-qwen3-vl-v3``)."""
+    family = RESERVED[name][0]
     root = os.environ.get("LOOKCLOSER_CACHE") or Path.home() / ".cache" / "lookcloser"
     # Versioned: a cache built by an older definition of the embedded models is never picked up.
-    return Path(root) / f"{size}-qwen3-vl-v{VERSION}"
+    return Path(root) / f"{size}-{family.slug}-v{family.tiny_version}"
 
 
 def adapter_base(path: str | Path) -> str | None:
@@ -109,18 +112,19 @@ def resolve_model_path(name_or_path: str) -> str:
     from lookcloser.checkpoints import check_whole_checkpoint
 
     check_model_name(name_or_path, what="model_name_or_path / --model")
-    size = EMBEDDED_MODELS.get(name_or_path)
-    if size is None:
+    if name_or_path not in RESERVED:
         path = Path(name_or_path).expanduser()
         if path.is_dir() and adapter_base(path) is not None:
             return _merged_adapter_path(path)
         if path.is_dir():
             check_whole_checkpoint(path)  # e.g. saved with ZeRO-3's empty shards: refused, never loaded
         return name_or_path
-    return str(embedded_checkpoint(size))
+    family, size = RESERVED[name_or_path]
+    return str(embedded_checkpoint(size, family=family, name=name_or_path))
 
 
-def embedded_checkpoint(size: str = "tiny", wait_s: float = 600.0) -> Path:
+def embedded_checkpoint(size: str = "tiny", wait_s: float = 600.0, family: ModelFamily | None = None,
+                        name: str = TINY_MODEL_NAME) -> Path:
     """The cached embedded checkpoint of ``size``, built when missing and rebuilt when not whole.
 
     One process builds it under a file lock (other launches on the machine wait on the lock); in a
@@ -137,7 +141,8 @@ def embedded_checkpoint(size: str = "tiny", wait_s: float = 600.0) -> Path:
     from lookcloser.checkpoints import weights_problem
     from lookcloser.trl_surface import outside_deepspeed_zero3
 
-    target = embedded_model_cache_dir(size)
+    family = family or RESERVED[name][0]
+    target = embedded_model_cache_dir(size, name)
     target.parent.mkdir(parents=True, exist_ok=True)
     builder = not (dist.is_available() and dist.is_initialized()) or dist.get_rank() == 0
     deadline = time.monotonic() + wait_s
@@ -147,12 +152,10 @@ def embedded_checkpoint(size: str = "tiny", wait_s: float = 600.0) -> Path:
             if not problem:
                 return target
             if builder:
-                from lookcloser.agent.tiny_qwen3_vl import build_tiny_qwen3_vl
-
                 if problem != "missing":
                     logger.warning("%s: not a whole checkpoint (%s): rebuilding it", target, problem)
                 with outside_deepspeed_zero3():
-                    build_tiny_qwen3_vl(target, size=size, replace=True)
+                    family.build_tiny(target, size=size, replace=True)
                 continue  # checked like any other copy
         if time.monotonic() > deadline:
             raise ModelPathError(f"{target}: rank 0 did not build the embedded model within {wait_s:.0f} s")
@@ -175,17 +178,27 @@ def without_truncation(processor):
     return processor
 
 
-def load_processor(name_or_path: str, **kwargs):
-    return _processor_at(resolve_model_path(name_or_path), **kwargs)
+def load_processor(name_or_path: str, chat_template: str | None = None, **kwargs):
+    """The processor of a model name (``resolve_model_path``), its chat template ready for tool calls
+    (``agent.families.chat.prepare_processor``); ``chat_template``: a user's template text instead."""
+    return _processor_at(resolve_model_path(name_or_path), chat_template=chat_template, **kwargs)
 
 
-def _processor_at(path: str, config_path: str | None = None, **kwargs):
-    """The processor saved in ``path``, for the model whose config is in ``config_path`` (default: path)."""
-    if AutoConfig.from_pretrained(config_path or path).model_type == "qwen3_vl":
-        # Real Qwen3-VL checkpoints name the stock processor, which cannot be built without
-        # torchvision; ours loads the same tokenizer, image processor and chat template.
-        return without_truncation(LookcloserQwen3VLProcessor.from_pretrained(path, **kwargs))
-    return without_truncation(AutoProcessor.from_pretrained(path, **kwargs))
+def family_at(path: str) -> ModelFamily:
+    """The family of the checkpoint at ``path`` (a folder or a hub id), from its config; an
+    architecture no family serves is ``UnsupportedFamilyError`` naming the supported ones."""
+    return family_for_model_type(AutoConfig.from_pretrained(path).model_type, str(path))
+
+
+def _processor_at(path: str, config_path: str | None = None, chat_template: str | None = None, **kwargs):
+    """The processor saved in ``path``, for the model whose config is in ``config_path`` (default: path).
+
+    Real checkpoints name their stock processor, which most families cannot build without
+    torchvision; the family's own class loads the same tokenizer, image processor and chat template.
+    """
+    family = family_at(config_path or path)
+    processor = family.processor_class.from_pretrained(path, **kwargs)
+    return without_truncation(prepare_processor(processor, family, chat_template))
 
 
 def load_model(name_or_path: str, dtype: str | torch.dtype | None = None, **kwargs):

@@ -141,6 +141,10 @@ def check_paths(cfg: EvalConfig) -> None:
         raise EvalError("set --model (a checkpoint folder, hub id, or endpoint URL)")
     if not cfg.model.startswith(("http://", "https://")):
         check_model_name(cfg.model, what="--model")
+        # Here, not at the top: an endpoint's eval never loads torch, which the family specs import.
+        from lookcloser.agent.families import check_supported
+
+        check_supported(cfg.model, what="--model")
     check_path("data_root", cfg.data_root, "folder")
     check_path("search_corpus", cfg.search_corpus, "file")
     check_output_folder("out", cfg.out)

@@ -14,9 +14,11 @@ from pathlib import Path
 
 from lookcloser.errors import ModelPathError, RecipeError
 
-TINY_MODEL_NAME = "lookcloser/tiny-qwen3-vl"  # reserved: a tiny random Qwen3-VL built offline (agent.models)
+TINY_MODEL_NAME = "lookcloser/tiny-qwen3-vl"  # reserved: the embedded default, a tiny random model built offline
 SMALL_MODEL_NAME = "lookcloser/small-qwen3-vl"  # reserved: the same, wider and deeper (agent.tiny_qwen3_vl.SIZES)
-EMBEDDED_MODELS = {TINY_MODEL_NAME: "tiny", SMALL_MODEL_NAME: "small"}  # reserved name -> its size
+# Reserved names (lookcloser/<size>-<family>) are each family's tiny checkpoints (agent/families): which
+# exist is checked there (agent.families.check_supported), above this layer.
+RESERVED_PREFIX = "lookcloser/"
 LOCAL_ROOTS = ("outputs", "output", "checkpoints", "data", "runs", "models", "tmp")
 
 
@@ -132,9 +134,9 @@ def check_model_name(name: str | None, planned: Iterable[str | Path] = (), what:
     """
     if not name:
         raise ModelPathError(f"no model given (set {what})")
-    if name in EMBEDDED_MODELS:
-        return
     path = Path(name).expanduser()
+    if name.startswith(RESERVED_PREFIX) and not path.exists():
+        return
     if path.is_file():
         raise ModelPathError(f"{what}: {name} is a file, not a model folder (give the checkpoint's folder)")
     if path.is_dir():

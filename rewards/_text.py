@@ -10,6 +10,8 @@ import json
 import re
 from typing import Any
 
+from lookcloser.rewards.turn_markers import last_turn_start
+
 _THINK_CLOSE = "</think>"
 
 
@@ -78,8 +80,6 @@ def completion_text(completion: Any) -> str:
     return ""
 
 
-_TURN_START = "<|im_start|>assistant"
-_TURN_END = ("<|im_end|>", "<|endoftext|>")
 _TOOL_RESPONSE_END = "</tool_response>"
 
 
@@ -87,8 +87,9 @@ def final_turn_text(decoded: str) -> str:
     """The final assistant turn of a rollout decoded to one string (verl's ``solution_str``, OpenRLHF's
     response), so that tool output never reaches the scorer:
 
-    - with the chat template's markers kept: the text after the last ``<|im_start|>assistant``, up to
-      its ``<|im_end|>``;
+    - with the chat template's markers kept: the text after the last assistant-turn start of any
+      family's style (``rewards.turn_markers``: ``<|im_start|>assistant``, ``<start_of_turn>model``,
+      ``Assistant:``), up to its end marker (``<|im_end|>``, ``<end_of_turn>``, ``<end_of_utterance>``);
     - with them skipped (verl decodes with ``skip_special_tokens=True``): the text after the last
       ``</tool_response>`` (how Qwen/Hermes templates wrap every tool result), less the ``assistant``
       role line the template leaves there;
@@ -98,17 +99,19 @@ def final_turn_text(decoded: str) -> str:
     'Answer: C'
     >>> final_turn_text("x<|im_end|>\\n<|im_start|>assistant\\n<answer>B</answer><|im_end|>")
     '<answer>B</answer>'
+    >>> final_turn_text("<start_of_turn>model\\nAnswer: B<end_of_turn>\\n")
+    'Answer: B'
     """
-    start = decoded.rfind(_TURN_START)
+    start, style = last_turn_start(decoded)
     if start >= 0:
-        text = decoded[start + len(_TURN_START):].lstrip("\n")
+        text = decoded[start:].lstrip("\n")
     else:
         cut = decoded.rfind(_TOOL_RESPONSE_END)
         text = decoded if cut < 0 else decoded[cut + len(_TOOL_RESPONSE_END):]
         if cut >= 0:
             head, _, rest = text.lstrip().partition("\n")
             text = rest if head.strip() == "assistant" else text.lstrip()
-    for marker in _TURN_END:
+    for marker in style.ends:
         end = text.find(marker)
         text = text if end < 0 else text[:end]
     return text

@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
+from lookcloser.agent.families import check_supported
 from lookcloser.checks import (
     check_model_name,
     check_names,
@@ -47,6 +48,7 @@ def check_training(training_args, model_args, planned: Iterable[str | Path] = ()
     if isinstance(resume, str) and resume.lower() not in ("true", "false"):
         check_path("resume_from_checkpoint", resume, "folder", planned)
     check_model_name(model_args.model_name_or_path, planned)
+    check_supported(model_args.model_name_or_path)  # an unsupported architecture: one line, before loading
     if model_args.use_peft:
         check_range("lora_r", model_args.lora_r, 1)
         check_range("lora_dropout", model_args.lora_dropout, 0, 1)

@@ -157,6 +157,7 @@ def build_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mod
 
 def use_featurized_data(trainer, collator, pack_sequences: str, attn_implementation: str | None) -> None:
     """Featurize the training records once (train/sft_data.py) and batch them padded or packed."""
+    from lookcloser.agent.families import family_for_model_type
     from lookcloser.train.sft_data import (
         FeatureCollator,
         featurize,
@@ -166,15 +167,18 @@ def use_featurized_data(trainer, collator, pack_sequences: str, attn_implementat
     )
     from lookcloser.trl_surface import score_labelled_tokens_only
 
+    family = family_for_model_type(trainer.model.config.model_type)
     score_labelled_tokens_only()
     group_by_token_length(trainer)
     pack = pack_sequences == "true" or (pack_sequences == "auto" and pack_supported(attn_implementation))
-    rope_index = rope_index_fn(trainer.model)
+    rope_index = rope_index_fn(trainer.model) if family.mrope else None
     if pack and rope_index is None:
-        raise RecipeError("pack_sequences: the model has no get_rope_index (M-RoPE); set pack_sequences: false")
-    trainer.train_dataset = featurize(trainer.train_dataset, collator, rope_index)
+        raise RecipeError(f"pack_sequences: {family.name} has no M-RoPE positions (get_rope_index) to pack with; set "
+                          "pack_sequences: false")
+    trainer.train_dataset = featurize(trainer.train_dataset, collator, rope_index, family.image_keys)
     trainer.data_collator = FeatureCollator(collator.processor.tokenizer.pad_token_id, pack=pack,
-                                            pad_to_multiple_of=collator.pad_to_multiple_of)
+                                            pad_to_multiple_of=collator.pad_to_multiple_of,
+                                            image_keys=family.image_keys)
 
 
 def main(script_args: SFTScriptArguments, training_args: SFTConfig, model_args: ModelConfig) -> str:

@@ -34,9 +34,11 @@ import torch
 
 logger = logging.getLogger(__name__)
 
-# Per-token keys (1-D after featurizing) and per-example keys concatenated along dim 0.
+# Per-token keys (1-D after featurizing) and per-example keys concatenated along dim 0: the video keys
+# and, per family, its per-image tensors (``ModelFamily.image_keys``, passed in as ``image_keys``).
 TOKEN_KEYS = ("input_ids", "attention_mask", "labels", "mm_token_type_ids", "token_type_ids")
-CONCAT_KEYS = ("pixel_values", "image_grid_thw", "pixel_values_videos", "video_grid_thw")
+VIDEO_KEYS = ("pixel_values_videos", "video_grid_thw")
+CONCAT_KEYS = ("pixel_values", "image_grid_thw", *VIDEO_KEYS)  # Qwen's: the default
 # Raw-record fields kept beside the tensors (cheap references): code that inspects
 # ``trainer.train_dataset[0]`` (e.g. the saved prompting settings) still sees the record's prompt.
 RECORD_KEYS = ("messages", "tools", "id", "task", "data_source")
@@ -65,13 +67,15 @@ def rope_index_fn(model) -> Callable | None:
     return None
 
 
-def featurize(dataset, collator, rope_index: Callable | None = None) -> FeaturizedDataset:
+def featurize(dataset, collator, rope_index: Callable | None = None,
+              image_keys: tuple[str, ...] = CONCAT_KEYS[:2]) -> FeaturizedDataset:
     """Run ``collator`` on each record alone; keep its tensors without the batch dimension or padding.
 
     ``rope_index`` (from ``rope_index_fn``) adds each example's M-RoPE ``position_ids`` (3, length):
     packed batches need them, and padded ones pass them so that the model does not recompute them
-    (a Python loop over the rows) at every step.
+    (a Python loop over the rows) at every step. ``image_keys``: the family's per-image tensors.
     """
+    concat_keys = (*image_keys, *VIDEO_KEYS)
     start = time.perf_counter()
     examples = []
     for index in range(len(dataset)):
@@ -82,7 +86,7 @@ def featurize(dataset, collator, rope_index: Callable | None = None) -> Featuriz
         for key, value in batch.items():
             if key in TOKEN_KEYS:
                 example[key] = value[0][keep] if keep is not None else value[0]
-            elif key in CONCAT_KEYS:
+            elif key in concat_keys:
                 example[key] = value
             else:
                 raise ValueError(f"featurize: the collator returned {key!r}, which it cannot batch yet")
@@ -109,15 +113,17 @@ class FeatureCollator:
         pad_token_id: Fills ``input_ids`` of padded rows.
         pack: One row per batch, no padding; needs ``position_ids`` in the examples.
         pad_to_multiple_of: Padded rows' length is rounded up to it (as the processor does).
+        image_keys: The family's per-image tensors, concatenated in the batch's image order.
     """
 
     pad_token_id: int
     pack: bool = False
     pad_to_multiple_of: int | None = None
+    image_keys: tuple[str, ...] = CONCAT_KEYS[:2]
 
     def __call__(self, examples: list[dict]) -> dict[str, torch.Tensor]:
         batch = self._pack(examples) if self.pack else self._pad(examples)
-        for key in CONCAT_KEYS:  # per-image tensors, in the batch's image order; a record may have no image
+        for key in (*self.image_keys, *VIDEO_KEYS):  # per-image tensors, in the batch's image order; a record may have no image
             parts = [ex[key] for ex in examples if key in ex]
             if parts:
                 batch[key] = torch.cat(parts)

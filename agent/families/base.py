@@ -36,9 +36,15 @@ class ModelFamily:
         turns: The key of its turn markers in ``rewards.turn_markers.TURN_MARKERS`` (torch-free, for scorers).
         tool_template: File in ``agent/families/templates/`` used when a checkpoint's own chat template
             renders no tool calls (None: the published one has tool calling).
-        response_schema: TRL's response schema (a dict) that parses this family's tool calls from a reply.
+        response_schema: Returns the response template (a dict, TRL's ``qwen3_template`` shape) that
+            ``parse_response`` uses to read this family's tool calls from a reply; set on the tokenizer as
+            ``response_template`` by ``agent.families.chat.prepare_processor``.
+        trl_template: File name of TRL's stored copy of the family's published template when that one
+            has tool calling (a checkpoint's template that renders the same is given these exact bytes, which
+            TRL's exact-match lookups need).
         build_tiny: ``build_tiny(out_dir, seed, size) -> Path`` writes the family's tiny random checkpoint.
-        sizes: The tiny sizes ``build_tiny`` knows (``lookcloser/<size>-<name>``).
+        sizes: The tiny sizes ``build_tiny`` knows (``lookcloser/<size>-<slug>``).
+        tiny_version: Bumped on any change to the tiny builder: its cache folder is per version.
         fused_kernels: ``apply(model) -> dict`` patching Liger's kernels in, or None (plain).
         prefix_cache: ``HFPolicy`` may share the prompt prefix's key/value cache (tested per family).
     """
@@ -56,7 +62,9 @@ class ModelFamily:
     tool_template: str | None
     response_schema: Callable[[], dict]
     build_tiny: Callable[..., Path]
+    trl_template: str | None = None
     sizes: tuple[str, ...] = ("tiny",)
+    tiny_version: int = 1
     fused_kernels: Callable | None = None
     prefix_cache: bool = False
     notes: dict = field(default_factory=dict)

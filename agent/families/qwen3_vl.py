@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from lookcloser.agent.families.base import ModelFamily
 from lookcloser.agent.processor import LookcloserQwen3VLProcessor
+from lookcloser.agent.tiny_qwen3_vl import VERSION
 
 
 def _response_schema() -> dict:
@@ -41,9 +42,11 @@ FAMILY = ModelFamily(
     mrope=True,
     turns="chatml",
     tool_template=None,
+    trl_template="qwen3_vl.jinja",
     response_schema=_response_schema,
     build_tiny=_build_tiny,
     sizes=("tiny", "small"),
+    tiny_version=VERSION,
     fused_kernels=_fused_kernels,
     prefix_cache=True,
 )
