@@ -23,7 +23,8 @@ GENERATE_FIELDS = ("prompt_ids", "completion_ids", "tool_mask", "completions", "
 PER_PROMPT_STATE = ("_sync_tool_dicts", "_async_tool_dicts", "_batch_environments")
 
 # GRPOTrainer's private state that LookcloserGRPOTrainer reads or extends directly.
-GRPO_ATTRIBUTES = ("_metrics", "_logs", "_tokenizer", "_env_tools", "_multi_environment", *PER_PROMPT_STATE)
+GRPO_ATTRIBUTES = ("_metrics", "_logs", "_tokenizer", "_env_tools", "_multi_environment", "_image_pad_token_id",
+                   *PER_PROMPT_STATE)
 
 # Private methods we override or call: (module, class, method) -> the parameters we rely on.
 PRIVATE_METHODS = {
@@ -46,6 +47,17 @@ QWEN3VL_PROCESSOR_ATTRIBUTES = ("image_token", "video_token", "image_token_id", 
 
 
 # -- GRPOTrainer --
+
+def set_image_token_id(trainer, token_id: int) -> None:
+    """Tell TRL's GRPO which token stands for an image feature.
+
+    Why: TRL rebuilds the image-token map of prompts whose tool results hold images from
+    ``_image_pad_token_id``, which it looks up as ``<|image_pad|>`` or ``<|image|>`` only (TRL 1.16,
+    ``GRPOTrainer.__init__``): Gemma's ``<image_soft_token>``, InternVL's ``<IMG_CONTEXT>`` and the
+    ``<image>`` families would get an all-zero map. The family spec names the token.
+    """
+    trainer._image_pad_token_id = token_id
+
 
 def generated(out: tuple, *names: str) -> tuple:
     """Fields of a ``_generate`` result by name.

@@ -28,6 +28,7 @@ TOOL_TASKS = ["-m", "lookcloser.data_builders", "tool-tasks", "--images", str(SA
 CURRICULUM = [str(REPO / "train" / "curriculum.py"), str(REPO / "recipes" / "tool_curriculum.yaml")]
 EVAL = ["-m", "lookcloser.eval"]
 BUILD = ["-m", "lookcloser.data_builders"]
+UNSUPPORTED = REPO / "tests" / "fixtures" / "unsupported_checkpoint"  # a config.json of a family we do not serve
 
 # (what the user typed after `python`, a phrase the one error line must hold). A training command
 # imports TRL (~5 s of CPU), so those rows are few: tests/test_reliability_cli.py, test_curriculum.py and
@@ -36,6 +37,9 @@ MISTAKES = [
     ([*SFT, "--learning_rate", "-1e-3"], "learning_rate must be >= 0, got -0.001"),
     ([*SFT, "--mir_stage", "7"], "mir_stage must be between 0 and 4, got 7"),
     ([*SFT, "--model_name_or_path", str(REPO / "README.md")], "README.md is a file, not a model folder"),
+    # An architecture no family spec serves (agent/families): named with the supported ones, before loading.
+    ([*SFT, "--model_name_or_path", str(UNSUPPORTED)], "model_type 'mllama' is not a supported family (supported: "),
+    ([*GRPO, "--model_name_or_path", "lookcloser/tiny-nosuch"], "lookcloser/tiny-nosuch is not a reserved model"),
     ([*GRPO, "--reward_funcs", "accuracy", "fromat"], "reward_funcs: unknown name 'fromat'; did you mean format?"),
     ([*GRPO, "--environment", "cropp"], "environment: unknown name 'cropp'; did you mean crop?"),
     ([*TOOL_TASKS, "--direct_ratio", "1.5"], "direct_ratio must be between 0 and 1, got 1.5"),
@@ -45,6 +49,7 @@ MISTAKES = [
     ([*CURRICULUM, "--skip", "looks"], "--skip names no stage: ['looks']"),
     ([*EVAL, "--model", str(REPO / "README.md")], "README.md is a file, not a model folder"),
     ([*EVAL, "--model", "outputs/nope"], "outputs/nope: model folder not found"),
+    ([*EVAL, "--model", str(UNSUPPORTED)], "to add one, write agent/families/<family>.py"),
     ([*EVAL, "--model", "lookcloser/tiny-qwen3-vl", "--benchmarks", "mir,tir-bench"], "did you mean tir_bench?"),
     ([*EVAL, "--model", "lookcloser/tiny-qwen3-vl", "--mir_prompt_stage", "5"], "mir_prompt_stage must be between"),
     ([*EVAL, "--model", "lookcloser/tiny-qwen3-vl", "--temperature", "-1"], "temperature must be >= 0, got -1.0"),

@@ -263,7 +263,7 @@ def test_liger_own_qwen3vl_patch_still_fails_on_our_pins(restored_rotary):
 def test_no_private_upstream_name_outside_the_fence():
     """Product code reaches these TRL/transformers internals only through lookcloser/trl_surface.py
     (the private methods our trainer overrides are the exception: they are its extension points)."""
-    fenced = [*(f".{n}" for n in trl_surface.PER_PROMPT_STATE), "._is_vision_dataset", "._use_triton",
+    fenced = [*(f".{n}" for n in trl_surface.PER_PROMPT_STATE), "._is_vision_dataset", "._image_pad_token_id", "._use_triton",
               "._get_train_sampler", "trl_grpo.parse_response", "super(Qwen3VLProcessor", "load_response_template",
               "apply_rotary_pos_emb", "from liger_kernel", "import liger_kernel",
               "_hf_deepspeed_config_weak_ref"]

@@ -59,11 +59,11 @@ class FusedKernelsArguments:
 def apply_fused_kernels(trainer, fused_kernels: str) -> dict | None:
     """Patch the trainer's model as ``fused_kernels`` says, before training starts (and before
     ``accelerator.prepare``, so that ZeRO-3 hooks the new modules). Returns what was patched."""
-    from lookcloser.trl_surface import apply_liger_kernels
+    from lookcloser.agent.families import family_for_model_type
 
-    model_type = getattr(getattr(trainer.model, "config", None), "model_type", None)
-    if trainer.args.use_liger_kernel and model_type == "qwen3_vl":
-        raise RecipeError("use_liger_kernel: Liger's own Qwen3-VL patch fails with transformers 5.23 (liger-kernel "
+    family = family_for_model_type(str(getattr(getattr(trainer.model, "config", None), "model_type", None)))
+    if trainer.args.use_liger_kernel and family.fused_kernels is not None:
+        raise RecipeError(f"use_liger_kernel: Liger's own {family.name} patch fails with transformers 5.23 (liger-kernel "
                           "0.8.5 imports a class 5.23 no longer has); set fused_kernels: liger instead")
     if fused_kernels != "liger":
         return None
@@ -72,8 +72,11 @@ def apply_fused_kernels(trainer, fused_kernels: str) -> dict | None:
     if trainer.args.device.type != "cuda":
         raise RecipeError(f"fused_kernels: liger runs on CUDA, and this run trains on {trainer.args.device.type} "
                           "(use_cpu?)")
+    if family.fused_kernels is None:
+        raise RecipeError(f"fused_kernels: liger is wired for no layer of {family.name} yet (agent/families/"
+                          f"{family.name}.py, fused_kernels); set fused_kernels: none")
     try:
-        patched = apply_liger_kernels(trainer.model)
+        patched = family.fused_kernels(trainer.model)
     except ValueError as err:
         raise RecipeError(f"fused_kernels: liger: {err}") from err
     logger.info("fused kernels: %s", patched)

@@ -29,6 +29,7 @@ from datasets import Dataset
 from trl import GRPOConfig, GRPOTrainer
 from trl.data_utils import prepare_multimodal_messages
 
+from lookcloser.agent.families import family_for_model_type
 from lookcloser.train.grpo_lib.filtering import (
     concat_batches,
     constant_groups,
@@ -45,6 +46,7 @@ from lookcloser.trl_surface import (
     grpo_config_argument,
     merge_generations,
     rollout_slice,
+    set_image_token_id,
     set_sync_tool_dict,
     tool_dicts,
     wrapped_parse_response,
@@ -94,6 +96,8 @@ class LookcloserGRPOTrainer(GRPOTrainer):
             gen.setdefault("max_tokens" if config.use_vllm else "max_new_tokens", int(cap))
             config.generation_kwargs = gen
         super().__init__(*args, **kwargs)
+        self.family = family_for_model_type(str(self.model.config.model_type))
+        set_image_token_id(self, self.processing_class.tokenizer.convert_tokens_to_ids(self.family.image_token))
         # Our table replaces TRL's (which W&B rejects for image prompts); it needs the images kept.
         self._table = bool(self.log_completions)
         if self._table:
