@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from lookcloser.agent.families import internvl, qwen3_vl
+from lookcloser.agent.families import internvl, llava_onevision, qwen3_vl
 from lookcloser.agent.families.base import ModelFamily
 from lookcloser.errors import ModelPathError
 
 _SPECS: tuple[ModelFamily, ...] = (
     qwen3_vl.FAMILY,
     internvl.FAMILY,
+    llava_onevision.FAMILY,
 )
 FAMILIES: dict[str, ModelFamily] = {spec.name: spec for spec in _SPECS}
 RESERVED: dict[str, tuple[ModelFamily, str]] = {
