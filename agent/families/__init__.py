@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from lookcloser.agent.families import internvl, llava_onevision, qwen3_vl
+from lookcloser.agent.families import internvl, llava_onevision, qwen3_vl, smolvlm
 from lookcloser.agent.families.base import ModelFamily
 from lookcloser.errors import ModelPathError
 
@@ -17,6 +17,7 @@ _SPECS: tuple[ModelFamily, ...] = (
     qwen3_vl.FAMILY,
     internvl.FAMILY,
     llava_onevision.FAMILY,
+    smolvlm.FAMILY,
 )
 FAMILIES: dict[str, ModelFamily] = {spec.name: spec for spec in _SPECS}
 RESERVED: dict[str, tuple[ModelFamily, str]] = {
