@@ -69,6 +69,7 @@ def test_registered_with_its_fields(name):
     assert not family.mrope and not family.prefix_cache and family.token_type_key is None
     assert family.turns == ("user_assistant" if name == "smolvlm" else "chatml")
     assert family.tool_template_text().startswith("{#- lookcloser's tool-calling chat template")
+    assert family.notes["image_tokens_128px"] == IMAGE_TOKENS[name][0]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -169,6 +170,7 @@ def test_tool_template_passes_trl_checks(name, built):
         get_training_chat_template,
         has_generation_markers,
         is_chat_template_prefix_preserving,
+        is_chat_template_stop_token_trained,
         supports_tool_calling,
     )
 
@@ -179,6 +181,7 @@ def test_tool_template_passes_trl_checks(name, built):
     assert is_chat_template_prefix_preserving(processor)
     assert has_generation_markers(processor.chat_template)
     assert get_training_chat_template(processor) is None
+    assert is_chat_template_stop_token_trained(processor)  # the end-of-turn marker is in the loss
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -114,5 +114,6 @@ FAMILY = ModelFamily(
     response_schema=_response_schema,
     build_tiny=build_tiny,
     prefix_cache=False,
-    notes={"image_tokens_128px": (MAX_TILES + 1) * TOKENS_PER_TILE + 2, "version": VERSION},
+    notes={"image_tokens_128px": (MAX_TILES + 1) * TOKENS_PER_TILE, "version": VERSION,
+           "batch": "pixel_values (tiles of every image in the batch, 3, 64, 64): batches join along dim 0"},
 )

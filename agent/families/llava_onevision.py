@@ -125,5 +125,8 @@ FAMILY = ModelFamily(
     build_tiny=build_tiny,
     prefix_cache=False,
     notes={"image_tokens_128px": BASE_TOKENS + 4 * BASE_TOKENS + 2 * (VIEW // PATCH),
-           "image_tokens_128px_multi_image": BASE_TOKENS + 1, "version": VERSION},
+           "image_tokens_128px_multi_image": BASE_TOKENS + 1, "version": VERSION,
+           "batch": "pixel_values (images, views padded to the batch's most, 3, 64, 64), image_sizes (images, 2), "
+                    "batch_num_images (samples with images,): batches join along dim 0 after padding dim 1; "
+                    "an image's token count depends on how many images its sample has"},
 )

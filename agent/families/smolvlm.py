@@ -119,5 +119,8 @@ FAMILY = ModelFamily(
     response_schema=_response_schema,
     build_tiny=build_tiny,
     prefix_cache=False,
-    notes={"image_tokens_128px": 5 * IMAGE_SEQ_LEN, "version": VERSION},
+    notes={"image_tokens_128px": 5 * IMAGE_SEQ_LEN, "version": VERSION,
+           "batch": "pixel_values (samples, tiles padded to the batch's most, 3, 64, 64) and pixel_attention_mask "
+                    "(samples, tiles, 64, 64), per sample not per image: batches join along dim 0 after padding "
+                    "dim 1 with zeros (the model drops all-zero tiles)"},
 )
