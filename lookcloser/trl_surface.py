@@ -278,3 +278,31 @@ def outside_deepspeed_zero3() -> Iterator[None]:
         yield
     finally:
         hf_deepspeed._hf_deepspeed_config_weak_ref = saved
+
+
+# -- transformers' SmolVLM processor --
+
+# What ``SmolVLMProcessor.__init__`` sets on the processor; ``init_smolvlm_processor`` sets the same.
+SMOLVLM_PROCESSOR_ATTRIBUTES = ("fake_image_token", "image_token", "image_token_id", "end_of_utterance_token",
+                                "global_image_token", "image_seq_len", "video_token")
+
+
+def init_smolvlm_processor(processor, image_processor, tokenizer, image_seq_len: int = 169,
+                           chat_template=None) -> None:
+    """Initialise a ``SmolVLMProcessor`` subclass without a video processor.
+
+    ``SmolVLMProcessor.__init__`` requires one (torchvision's, absent on CPU machines) and raises unless
+    ``num2words`` is installed (used only to write a video's frame count in words), so it is skipped: this
+    sets the attributes it sets (``SMOLVLM_PROCESSOR_ATTRIBUTES``, from the tokenizer's named tokens as it
+    does) and calls ``ProcessorMixin.__init__`` directly.
+    """
+    from transformers import SmolVLMProcessor
+
+    processor.fake_image_token = getattr(tokenizer, "fake_image_token", "<fake_token_around_image>")
+    processor.image_token = getattr(tokenizer, "image_token", "<image>")
+    processor.image_token_id = tokenizer.convert_tokens_to_ids(processor.image_token)
+    processor.end_of_utterance_token = getattr(tokenizer, "end_of_utterance_token", "<end_of_utterance>")
+    processor.global_image_token = getattr(tokenizer, "global_image_token", "<global-img>")
+    processor.image_seq_len = image_seq_len
+    processor.video_token = getattr(tokenizer, "video_token", "<video>")
+    super(SmolVLMProcessor, processor).__init__(image_processor, tokenizer, chat_template=chat_template)

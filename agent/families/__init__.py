@@ -9,11 +9,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from lookcloser.agent.families import qwen3_vl
+from lookcloser.agent.families import internvl, llava_onevision, qwen3_vl, smolvlm
 from lookcloser.agent.families.base import ModelFamily
 from lookcloser.errors import ModelPathError
 
-_SPECS: tuple[ModelFamily, ...] = (qwen3_vl.FAMILY,)
+_SPECS: tuple[ModelFamily, ...] = (
+    qwen3_vl.FAMILY,
+    internvl.FAMILY,
+    llava_onevision.FAMILY,
+    smolvlm.FAMILY,
+)
 FAMILIES: dict[str, ModelFamily] = {spec.name: spec for spec in _SPECS}
 RESERVED: dict[str, tuple[ModelFamily, str]] = {
     name: (spec, size) for spec in _SPECS for name, size in spec.tiny_names.items()

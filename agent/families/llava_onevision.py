@@ -1,0 +1,132 @@
+"""LLaVA-OneVision (``llava_onevision``; transformers' llava-onevision-qwen2-*-hf checkpoints).
+
+ChatML turns on a Qwen2 tokenizer plus ``<image>``/``<video>``; each image is ``<image>`` x N. N depends on
+the sample: a sample with one image is "anyres" (a base view plus a grid of tiles chosen from
+``image_grid_pinpoints``, unpadded, one newline feature per row), a sample with several images gives each
+the base view plus one newline. The published template has no tool calling:
+``templates/llava_onevision_tools.jinja`` is ours. 1-D positions; the model takes ``pixel_values``
+(images, tiles, 3, H, W), ``image_sizes`` and ``batch_num_images``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from transformers import LlavaOnevisionProcessor
+
+from lookcloser.agent.families._tiny_common_b import ImagesOnlyProcessorMixin, build_tokenizer, image_settings
+from lookcloser.agent.families.base import ModelFamily
+
+TOOL_TEMPLATE = "llava_onevision_tools.jinja"
+VERSION = 1  # bump on any change to the tiny checkpoint below
+SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<image>", "<video>"]
+# Views of 64x64 pixels in 16x16-pixel patches: 16 features a view. Anyres grids up to 2x2 views, so a
+# single 128x128 image is 16 (base) + 8x8 (grid) + 8 (newlines) = 88 tokens; in a multi-image sample, 17.
+VIEW, PATCH = 64, 16
+BASE_TOKENS = (VIEW // PATCH) ** 2
+PINPOINTS = [[VIEW * rows, VIEW * cols] for rows in (1, 2) for cols in (1, 2)]
+SIZES = {"tiny": (64, 2, 32, 2)}  # text hidden, text layers, vision hidden, vision layers
+# The chat template LLaVA-OneVision's -hf checkpoints ship (transformers' convert script; no tools): the tiny
+# checkpoint carries it, as a real one does, so the stack's switch to TOOL_TEMPLATE is exercised.
+PUBLISHED_TEMPLATE = (
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n'}}{# Render all images first #}"
+    "{% for content in message['content'] | selectattr('type', 'equalto', 'image') %}{{ '<image>\\n' }}{% endfor %}"
+    "{# Render all video then #}{% for content in message['content'] | selectattr('type', 'equalto', 'video') %}"
+    "{{ '<video>\\n' }}{% endfor %}{# Render all text next #}{% if message['role'] != 'assistant' %}"
+    "{% for content in message['content'] | selectattr('type', 'equalto', 'text') %}{{ content['text'] }}{% endfor %}"
+    "{% else %}{% for content in message['content'] | selectattr('type', 'equalto', 'text') %}{% generation %}"
+    "{{ content['text'] }}{% endgeneration %}{% endfor %}{% endif %}{{'<|im_end|>' + '\\n'}}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+
+class LookcloserLlavaOnevisionProcessor(ImagesOnlyProcessorMixin, LlavaOnevisionProcessor):
+    """LLaVA-OneVision's processor without a video processor (saved as ``LlavaOnevisionProcessor``)."""
+
+    saved_processor_class = "LlavaOnevisionProcessor"
+    image_output_keys = ("pixel_values", "image_sizes", "batch_num_images")
+
+    def __init__(self, image_processor=None, tokenizer=None, num_image_tokens=None,
+                 vision_feature_select_strategy=None, chat_template=None, image_token="<image>",
+                 video_token="<video>", vision_aspect_ratio="anyres_max_9", **kwargs):
+        # No video_processor in this signature: the stock __init__ passes None up, ProcessorMixin ignores it.
+        super().__init__(image_processor, tokenizer, None, num_image_tokens=num_image_tokens,
+                         vision_feature_select_strategy=vision_feature_select_strategy, chat_template=chat_template,
+                         image_token=image_token, video_token=video_token, vision_aspect_ratio=vision_aspect_ratio,
+                         **kwargs)
+
+    @staticmethod
+    def saved_video_processor(image_processor) -> dict:
+        return {"video_processor_type": "LlavaOnevisionVideoProcessor",
+                **image_settings(image_processor, ("size", "image_mean", "image_std"))}
+
+
+def _response_schema() -> dict:
+    """TRL's Qwen3 response template: our template's replies are ChatML with ``<tool_call>`` JSON, as Qwen3's."""
+    from trl.chat_template_utils import qwen3_template
+
+    return qwen3_template
+
+
+def build_tiny(out_dir: str | Path, seed: int = 0, size: str = "tiny", replace: bool = False) -> Path:
+    """Write a tiny random LLaVA-OneVision checkpoint (deterministic from ``seed``) to ``out_dir``."""
+    import torch
+    from transformers import (
+        LlavaOnevisionConfig,
+        LlavaOnevisionForConditionalGeneration,
+        LlavaOnevisionImageProcessorPil,
+    )
+
+    from lookcloser.checkpoints import save_checkpoint
+    from lookcloser.trl_surface import outside_deepspeed_zero3
+
+    tokenizer = build_tokenizer(SPECIAL_TOKENS, eos="<|im_end|>", pad="<|endoftext|>", chat_template=PUBLISHED_TEMPLATE)
+    ids = tokenizer.convert_tokens_to_ids
+    text_hidden, text_layers, vision_hidden, vision_layers = SIZES[size]
+    config = LlavaOnevisionConfig(
+        text_config={"model_type": "qwen2", "vocab_size": len(tokenizer), "hidden_size": text_hidden,
+                     "intermediate_size": 2 * text_hidden, "num_hidden_layers": text_layers,
+                     "num_attention_heads": text_hidden // 16, "num_key_value_heads": 2, "head_dim": 16,
+                     "max_position_embeddings": 4096, "tie_word_embeddings": False, "bos_token_id": None,
+                     "eos_token_id": ids("<|im_end|>"), "pad_token_id": ids("<|endoftext|>")},
+        vision_config={"model_type": "siglip_vision_model", "hidden_size": vision_hidden,
+                       "num_hidden_layers": vision_layers, "num_attention_heads": vision_hidden // 16,
+                       "intermediate_size": 2 * vision_hidden, "image_size": VIEW, "patch_size": PATCH,
+                       "vision_use_head": False},
+        image_token_index=ids("<image>"), video_token_index=ids("<video>"), vision_feature_select_strategy="full",
+        vision_feature_layer=-1, image_grid_pinpoints=PINPOINTS, vision_aspect_ratio="anyres_max_9",
+        tie_word_embeddings=False,
+    )
+    image_processor = LlavaOnevisionImageProcessorPil(
+        size={"height": VIEW, "width": VIEW}, image_grid_pinpoints=PINPOINTS, image_mean=[0.5, 0.5, 0.5],
+        image_std=[0.5, 0.5, 0.5])
+    torch.manual_seed(seed)
+    with outside_deepspeed_zero3():
+        model = LlavaOnevisionForConditionalGeneration(config).eval()
+    processor = LookcloserLlavaOnevisionProcessor(
+        image_processor=image_processor, tokenizer=tokenizer, num_image_tokens=BASE_TOKENS,
+        vision_feature_select_strategy="full", chat_template=PUBLISHED_TEMPLATE)
+    return save_checkpoint(out_dir, model, processor, replace=replace)
+
+
+FAMILY = ModelFamily(
+    name="llava_onevision",
+    slug="llava-onevision",
+    model_types=("llava_onevision",),
+    processor_class=LookcloserLlavaOnevisionProcessor,
+    image_token="<image>",
+    image_start=None,  # an image is its <image> run alone, no opening token
+    image_keys=("pixel_values", "image_sizes", "batch_num_images"),
+    token_type_key=None,
+    mrope=False,
+    turns="chatml",
+    tool_template=TOOL_TEMPLATE,
+    response_schema=_response_schema,
+    build_tiny=build_tiny,
+    prefix_cache=False,
+    notes={"image_tokens_128px": BASE_TOKENS + 4 * BASE_TOKENS + 2 * (VIEW // PATCH),
+           "image_tokens_128px_multi_image": BASE_TOKENS + 1, "version": VERSION,
+           "batch": "pixel_values (images, views padded to the batch's most, 3, 64, 64), image_sizes (images, 2), "
+                    "batch_num_images (samples with images,): batches join along dim 0 after padding dim 1; "
+                    "an image's token count depends on how many images its sample has"},
+)
