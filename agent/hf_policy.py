@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from lookcloser.agent.episode import Episode, Turn, as_blocks
+from lookcloser.agent.families.batching import join_along_batch
 
 
 class HFPolicy:
@@ -183,7 +184,7 @@ class HFPolicy:
         inputs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention_mask}
         if any(ep.state["pixel_values"] for ep in episodes):
             for key in self.family.image_keys:
-                inputs[key] = torch.cat([t for ep in episodes for t in ep.state[key]])
+                inputs[key] = join_along_batch([t for ep in episodes for t in ep.state[key]])
             if self.family.token_type_key:
                 # The image-token map (Qwen's multimodal RoPE, Gemma's image attention), built as TRL builds it.
                 inputs[self.family.token_type_key] = (input_ids == self.image_token_id).long()

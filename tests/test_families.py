@@ -23,7 +23,8 @@ from transformers import LogitsProcessorList
 from lookcloser.agent.families import FAMILIES
 from lookcloser.agent.families.chat import prepare_processor, renders_like
 from lookcloser.agent.models import load_model, load_processor
-from testing.scripted import ScriptedLogitsProcessor
+from lookcloser.errors import RecipeError
+from testing.scripted import ScriptedLogitsProcessor, generation_header
 from tests.conftest import REPO
 
 NAMES = sorted(FAMILIES)
@@ -136,7 +137,8 @@ def test_grpo_step_with_the_crop_tool_puts_its_image_in_turn_two_and_the_loss(na
     image_id = processor.tokenizer.convert_tokens_to_ids(family.image_token)
     prompts: list[str] = []
     forcing = LogitsProcessorList([ScriptedLogitsProcessor(
-        processor.tokenizer, lambda turn, prompt: prompts.append(prompt) or (CROP if turn == 0 else "<answer>A</answer>"))])
+        processor.tokenizer, lambda turn, prompt: prompts.append(prompt) or (CROP if turn == 0 else "<answer>A</answer>"),
+        header=generation_header(processor))])
     model.generate = functools.partial(model.generate, logits_processor=forcing)
     seen: list[tuple[int, int]] = []  # (rows, image tokens) of each training forward pass
 
@@ -152,9 +154,14 @@ def test_grpo_step_with_the_crop_tool_puts_its_image_in_turn_two_and_the_loss(na
         output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=2, num_generations=2,
         max_completion_length=512, max_tool_calling_iterations=3, learning_rate=1e-4, logging_steps=1,
         report_to="none", bf16=False, use_cpu=True, save_strategy="no", seed=0, dataloader_num_workers=0)
-    trainer = LookcloserGRPOTrainer(model=model, processing_class=processor, args=args, train_dataset=dataset,
-                                    reward_funcs=lambda completions, **kw: [1.0 for _ in completions],
-                                    environment_factory=ImageToolEnv)
+    make = functools.partial(LookcloserGRPOTrainer, model=model, processing_class=processor, args=args,
+                             train_dataset=dataset, reward_funcs=lambda completions, **kw: [1.0 for _ in completions],
+                             environment_factory=ImageToolEnv)
+    if not family.grpo_tool_images:  # refused before any rollout, naming why (agent/families/base.py)
+        with pytest.raises(RecipeError, match=f"{name}: GRPO with tools cannot train on this family yet"):
+            make()
+        return
+    trainer = make()
     trainer.train()
     logs = [entry for entry in trainer.state.log_history if "tools/call_frequency" in entry]
     assert logs and logs[0]["tools/call_frequency"] == 1.0 and logs[0]["tools/failure_frequency"] == 0.0

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 
 import torch
 
+from lookcloser.agent.families.batching import join_along_batch
+
 logger = logging.getLogger(__name__)
 
 # Per-token keys (1-D after featurizing) and per-example keys concatenated along dim 0: the video keys
@@ -126,7 +128,7 @@ class FeatureCollator:
         for key in (*self.image_keys, *VIDEO_KEYS):  # per-image tensors, in the batch's image order; a record may have no image
             parts = [ex[key] for ex in examples if key in ex]
             if parts:
-                batch[key] = torch.cat(parts)
+                batch[key] = join_along_batch(parts)
         return batch
 
     def _pad(self, examples: list[dict]) -> dict[str, torch.Tensor]:

@@ -47,6 +47,9 @@ class ModelFamily:
         tiny_version: Bumped on any change to the tiny builder: its cache folder is per version.
         fused_kernels: ``apply(model) -> dict`` patching Liger's kernels in, or None (plain).
         prefix_cache: ``HFPolicy`` may share the prompt prefix's key/value cache (tested per family).
+        grpo_tool_images: TRL's GRPO can train on rollouts whose tools return images. False where the
+            family batches pictures per sample (TRL 1.16 processes a batch's tool pictures as one flat list,
+            ``GRPOTrainer._generate_and_score_completions``): such a run stops before training, naming it.
     """
 
     name: str
@@ -67,6 +70,7 @@ class ModelFamily:
     tiny_version: int = 1
     fused_kernels: Callable | None = None
     prefix_cache: bool = False
+    grpo_tool_images: bool = True
     notes: dict = field(default_factory=dict)
 
     @property

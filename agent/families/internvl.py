@@ -113,6 +113,7 @@ FAMILY = ModelFamily(
     tool_template=TOOL_TEMPLATE,
     response_schema=_response_schema,
     build_tiny=build_tiny,
+    tiny_version=VERSION,
     prefix_cache=False,
     notes={"image_tokens_128px": (MAX_TILES + 1) * TOKENS_PER_TILE, "version": VERSION,
            "batch": "pixel_values (tiles of every image in the batch, 3, 64, 64): batches join along dim 0"},

@@ -123,6 +123,7 @@ FAMILY = ModelFamily(
     tool_template=TOOL_TEMPLATE,
     response_schema=_response_schema,
     build_tiny=build_tiny,
+    tiny_version=VERSION,
     prefix_cache=False,
     notes={"image_tokens_128px": BASE_TOKENS + 4 * BASE_TOKENS + 2 * (VIEW // PATCH),
            "image_tokens_128px_multi_image": BASE_TOKENS + 1, "version": VERSION,

@@ -118,7 +118,9 @@ FAMILY = ModelFamily(
     tool_template=TOOL_TEMPLATE,
     response_schema=_response_schema,
     build_tiny=build_tiny,
+    tiny_version=VERSION,
     prefix_cache=False,
+    grpo_tool_images=False,  # pixel_values are (samples, tiles, ...): TRL 1.16's flat tool-picture batch breaks them
     notes={"image_tokens_128px": 5 * IMAGE_SEQ_LEN, "version": VERSION,
            "batch": "pixel_values (samples, tiles padded to the batch's most, 3, 64, 64) and pixel_attention_mask "
                     "(samples, tiles, 64, 64), per sample not per image: batches join along dim 0 after padding "

@@ -30,6 +30,7 @@ from trl import GRPOConfig, GRPOTrainer
 from trl.data_utils import prepare_multimodal_messages
 
 from lookcloser.agent.families import family_for_model_type
+from lookcloser.errors import RecipeError
 from lookcloser.train.grpo_lib.filtering import (
     concat_batches,
     constant_groups,
@@ -97,6 +98,10 @@ class LookcloserGRPOTrainer(GRPOTrainer):
             config.generation_kwargs = gen
         super().__init__(*args, **kwargs)
         self.family = family_for_model_type(str(self.model.config.model_type))
+        if (self.tools or self.environment_factories) and not self.family.grpo_tool_images:
+            raise RecipeError(f"{self.family.name}: GRPO with tools cannot train on this family yet: TRL 1.16 batches the "
+                              "pictures tools return as one flat list, and this family batches pictures per sample "
+                              "(agent/families/base.py, grpo_tool_images); train it with SFT, or GRPO without tools")
         set_image_token_id(self, self.processing_class.tokenizer.convert_tokens_to_ids(self.family.image_token))
         # Our table replaces TRL's (which W&B rejects for image prompts); it needs the images kept.
         self._table = bool(self.log_completions)
@@ -238,7 +243,14 @@ class LookcloserGRPOTrainer(GRPOTrainer):
         # later turn that continues only rows without one (a mixed batch: a crop row saw its crop, a DISBench
         # row goes on alone). With no image in that turn it sends `token_type_ids`, which Qwen3-VL's generate
         # refuses: ask for them only when the rows of this turn carry an image.
-        has_tool_images = has_tool_images and any(rows for rows in images or [])
+        # The flag only makes TRL add that map (as `token_type_ids` unless the batch has `image_grid_thw`):
+        # a family whose model takes none (InternVL, LLaVA-OneVision, SmolVLM) must not get it, since
+        # `generate` refuses arguments its model does not take.
+        has_tool_images = has_tool_images and any(rows for rows in images or []) and bool(self.family.token_type_key)
+        # For the same reason, what the image processor returns beside the family's own per-image tensors
+        # (InternVL's `num_patches`, which its processor uses to expand the text) stays out of `generate`.
+        multimodal_fields = {k: v for k, v in multimodal_fields.items()
+                             if k in self.family.image_keys or k == self.family.token_type_key}
         return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
                                              has_tool_images=has_tool_images)
 
