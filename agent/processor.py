@@ -57,8 +57,8 @@ class ImagesOnlyProcessor:
             raise ValueError(f"lookcloser's {self.saved_class} handles images only (no video processor on CPU)")
         out = super().__call__(images=_drop_empty_images(images), text=text, **kwargs)
         for key in self.image_tensor_keys:
-            if key in out and isinstance(out[key], np.ndarray):
-                out[key] = torch.from_numpy(out[key])
+            if key in out:
+                out[key] = _as_tensor(out[key])
         return out
 
     def to_dict(self) -> dict:
@@ -122,6 +122,19 @@ def stored_video_processor_config(name_or_path, **kwargs) -> dict | None:
         return None
     # Without a video config transformers falls back to the image processor's: not a video config.
     return config if config.get("video_processor_type") else None
+
+
+def _as_tensor(value):
+    """A PIL image processor's output as one tensor: an array, or a list of same-shape arrays (one per image).
+
+    >>> _as_tensor([np.zeros((3, 2, 2)), np.ones((3, 2, 2))]).shape
+    torch.Size([2, 3, 2, 2])
+    """
+    if isinstance(value, np.ndarray):
+        return torch.from_numpy(value)
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, np.ndarray) for v in value):
+        return torch.from_numpy(np.stack(value))
+    return value
 
 
 def _drop_empty_images(images):

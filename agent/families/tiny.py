@@ -8,6 +8,7 @@ embedded default).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -41,14 +42,16 @@ def trl_chat_template(name: str) -> str:
 def bpe_tokenizer(special_tokens: list[str], added_tokens: list[str], chat_template: str, *,
                   extra_special_tokens: dict[str, str] | None = None, vocab_size: int = VOCAB_SIZE,
                   **roles: str) -> PreTrainedTokenizerFast:
-    """A byte-level BPE tokenizer of ``vocab_size`` ids trained on ``CORPUS``: ``special_tokens`` take
-    the first ids (in order), ``added_tokens`` (plain, e.g. tool-call markers) the last ones.
-    ``roles`` names the tokens' roles (``eos_token=...``, ``pad_token=...``); ``extra_special_tokens``
-    the named ones a processor reads from the tokenizer (``tokenizer.image_token``).
+    """A byte-level BPE tokenizer of at most ``vocab_size`` ids (the corpus runs out of merges first) trained on
+    ``CORPUS``: ``special_tokens`` take the first ids (in order), ``added_tokens`` (plain, e.g. tool-call
+    markers) the last ones. ``roles`` names the tokens' roles (``eos_token=...``, ``pad_token=...``);
+    ``extra_special_tokens`` the named ones a processor reads from the tokenizer (``tokenizer.image_token``).
 
     >>> tok = bpe_tokenizer(["<pad>", "<eos>"], ["<tool_call>"], "", eos_token="<eos>", pad_token="<pad>")
-    >>> len(tok), tok.convert_tokens_to_ids(["<pad>", "<eos>", "<tool_call>"])
-    (1024, [0, 1, 1023])
+    >>> tok.convert_tokens_to_ids(["<pad>", "<eos>"]), tok.convert_tokens_to_ids("<tool_call>") == len(tok) - 1
+    ([0, 1], True)
+    >>> tok("<tool_call>", add_special_tokens=False)["input_ids"] == [len(tok) - 1]
+    True
     """
     tok = Tokenizer(models.BPE(unk_token=None, byte_fallback=False))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -68,15 +71,20 @@ def bpe_tokenizer(special_tokens: list[str], added_tokens: list[str], chat_templ
     return wrapped
 
 
-def save_tiny(out_dir: str | Path, model_class, config, processor, seed: int, replace: bool) -> Path:
+def save_tiny(out_dir: str | Path, model_class, config, processor, seed: int, replace: bool,
+              redraw: Callable | None = None) -> Path:
     """Build ``model_class(config)`` with weights drawn from ``seed`` (same seed, same bytes) and save it with
-    ``processor`` as a checkpoint folder (``lookcloser.checkpoints.save_checkpoint``). Built as a plain model
-    even inside a ZeRO-3 run (``zero.Init`` would leave every rank an empty shard to save)."""
+    ``processor`` as a checkpoint folder (``lookcloser.checkpoints.save_checkpoint``). ``redraw(model)``
+    draws again (from the same generator) what the model initialises to zeros but a trained one does not.
+    Built as a plain model even inside a ZeRO-3 run (``zero.Init`` would leave every rank an empty shard)."""
     from lookcloser.checkpoints import save_checkpoint
     from lookcloser.trl_surface import outside_deepspeed_zero3
 
     torch.manual_seed(seed)
     with outside_deepspeed_zero3():
         model = model_class(config).eval()
+        if redraw is not None:
+            with torch.no_grad():
+                redraw(model)
     # Processes building it at once (not through agent.models' lock): the first whole copy is kept.
     return save_checkpoint(out_dir, model, processor, replace=replace)
