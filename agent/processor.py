@@ -24,6 +24,8 @@ from lookcloser.trl_surface import init_qwen3vl_processor
 
 SAVED_PROCESSOR_CLASS = "Qwen3VLProcessor"
 VIDEO_PROCESSOR_CLASS = "Qwen3VLVideoProcessor"
+# What a Qwen video processor shares with its image processor (patching, normalisation).
+QWEN_VIDEO_SETTINGS = ("patch_size", "temporal_patch_size", "merge_size", "image_mean", "image_std")
 
 
 class ImagesOnlyProcessor:
@@ -40,6 +42,8 @@ class ImagesOnlyProcessor:
     saved_class: ClassVar[str]
     # The stock video processor's class (its settings are written on save), or None: the family has none.
     video_processor_type: ClassVar[str | None] = None
+    # The image processor's settings the video processor is saved with.
+    video_settings: ClassVar[tuple[str, ...]] = QWEN_VIDEO_SETTINGS
     # Image outputs returned as torch tensors (the PIL backend gives numpy without return_tensors).
     image_tensor_keys: ClassVar[tuple[str, ...]] = ("pixel_values",)
     # The saved video processor settings (a dict); None: derived from the image processor on save.
@@ -66,8 +70,8 @@ class ImagesOnlyProcessor:
         out = super().to_dict()
         out["processor_class"] = self.saved_class
         if self.video_processor_type:
-            out["video_processor"] = (self.video_processor_config
-                                      or video_processor_config_for(self.image_processor, self.video_processor_type))
+            out["video_processor"] = self.video_processor_config or video_processor_config_for(
+                self.image_processor, self.video_processor_type, self.video_settings)
         return out
 
     def save_pretrained(self, save_directory, push_to_hub: bool = False, **kwargs):
@@ -95,18 +99,17 @@ class LookcloserQwen3VLProcessor(ImagesOnlyProcessor, Qwen3VLProcessor):
         init_qwen3vl_processor(self, image_processor, tokenizer, chat_template)
 
 
-def video_processor_config_for(image_processor, video_processor_type: str = VIDEO_PROCESSOR_CLASS) -> dict:
-    """The stock (Qwen-style) video processor's settings matching an image processor (patching and
+def video_processor_config_for(image_processor, video_processor_type: str = VIDEO_PROCESSOR_CLASS,
+                               keys: tuple[str, ...] = QWEN_VIDEO_SETTINGS) -> dict:
+    """The stock video processor's settings (``keys``) taken from an image processor (patching or tiling, and
     normalisation); what the video processor does not get here it takes from its own defaults.
 
     >>> from transformers import Qwen2VLImageProcessorPil
     >>> video_processor_config_for(Qwen2VLImageProcessorPil(patch_size=16))["patch_size"]
     16
     """
-    settings = {key: getattr(image_processor, key) for key in ("patch_size", "temporal_patch_size", "merge_size",
-                                                               "image_mean", "image_std")}
-    settings = {k: list(v) if isinstance(v, (tuple, np.ndarray)) else v for k, v in settings.items()}
-    return {"video_processor_type": video_processor_type, **settings}
+    saved = image_processor.to_dict()  # as the image processor writes them (lists, plain dicts, ints)
+    return {"video_processor_type": video_processor_type, **{key: saved[key] for key in keys if key in saved}}
 
 
 def stored_video_processor_config(name_or_path, **kwargs) -> dict | None:

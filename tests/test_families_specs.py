@@ -17,18 +17,19 @@ from PIL import Image
 
 from tests.conftest import REPO
 
-FAMILIES = ["qwen2_5_vl", "gemma3", "idefics3"]
+FAMILIES = ["qwen2_5_vl", "gemma3", "idefics3", "smolvlm"]
 IMAGE = REPO / "data" / "mir_sample" / "which_red" / "003_2.png"
 # Image tokens (the spec's image_token) for one 128x128 image: Qwen2.5-VL 8x8 patches merged 2x2; Gemma 3
-# 8x8 patches pooled to 4x4; Idefics3 2x2 tiles + the global view, 4 tokens each.
-TOKENS_PER_128 = {"qwen2_5_vl": 16, "gemma3": 16, "idefics3": 20}
+# 8x8 patches pooled to 4x4; Idefics3 and SmolVLM2 2x2 tiles + the global view, 4 tokens each.
+TOKENS_PER_128 = {"qwen2_5_vl": 16, "gemma3": 16, "idefics3": 20, "smolvlm": 20}
 # The stock processor needs torchvision for its video half (transformers' AutoProcessor fails without it).
-HAS_VIDEO_HALF = {"qwen2_5_vl": True, "gemma3": False, "idefics3": False}
+HAS_VIDEO_HALF = {"qwen2_5_vl": True, "gemma3": False, "idefics3": False, "smolvlm": True}
 # What plain transformers builds from each folder: the model and the image processor (its PIL or torchvision
 # backend, whichever is installed).
 PLAIN_CLASSES = {"qwen2_5_vl": ("Qwen2_5_VLForConditionalGeneration", "Qwen2VLImageProcessor"),
                  "gemma3": ("Gemma3ForConditionalGeneration", "Gemma3ImageProcessor"),
-                 "idefics3": ("Idefics3ForConditionalGeneration", "Idefics3ImageProcessor")}
+                 "idefics3": ("Idefics3ForConditionalGeneration", "Idefics3ImageProcessor"),
+                 "smolvlm": ("SmolVLMForConditionalGeneration", "SmolVLMImageProcessor")}
 # The end of an assistant turn in each family's turns (the spec's ``turns`` key).
 TURN_END = {"chatml": "<|im_end|>", "gemma": "<end_of_turn>", "user_assistant": "<end_of_utterance>"}
 CROP = {"type": "function", "function": {"name": "crop", "arguments": {"image_index": 0, "box": [0, 0, 32, 32]}}}
@@ -83,7 +84,8 @@ def test_processor_takes_images_only_as_tensors_with_empty_entries(name, built):
     spec = _spec(name).FAMILY
     processor = _processor(name, built[name])
     assert "video_processor" not in type(processor).get_attributes()
-    assert type(processor.image_processor).__name__.endswith("ImageProcessorPil")
+    if importlib.util.find_spec("torchvision") is None:  # else AutoImageProcessor may pick the torchvision backend
+        assert type(processor.image_processor).__name__.endswith("ImageProcessorPil")
     one = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Which is red?"}]}]
     two = [{"role": "user", "content": [{"type": "image"}, {"type": "image"}, {"type": "text", "text": "Same?"}]}]
     texts = [processor.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m in (one, two)]

@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from lookcloser.agent.families import gemma3, idefics3, qwen2_5_vl, qwen3_vl
+from lookcloser.agent.families import gemma3, idefics3, qwen2_5_vl, qwen3_vl, smolvlm
 from lookcloser.agent.families.base import ModelFamily
 from lookcloser.errors import ModelPathError
 
-_SPECS: tuple[ModelFamily, ...] = (qwen3_vl.FAMILY, qwen2_5_vl.FAMILY, gemma3.FAMILY, idefics3.FAMILY)
+_SPECS: tuple[ModelFamily, ...] = (qwen3_vl.FAMILY, qwen2_5_vl.FAMILY, gemma3.FAMILY, idefics3.FAMILY, smolvlm.FAMILY)
 FAMILIES: dict[str, ModelFamily] = {spec.name: spec for spec in _SPECS}
 RESERVED: dict[str, tuple[ModelFamily, str]] = {
     name: (spec, size) for spec in _SPECS for name, size in spec.tiny_names.items()

@@ -1,13 +1,13 @@
 """Idefics3 (``idefics3``): a SigLIP encoder and a Llama 3 decoder, images split into tiles.
 
-Turns are ``User:`` / ``Assistant:`` + text + ``<end_of_utterance>\\n`` after one ``<|begin_of_text|>``. The
+Turns are ``User:`` / ``Assistant:`` + text + ``<end_of_utterance>\n`` after one ``<|begin_of_text|>``. The
 published template (TRL's ``idefics3.jinja``) has no tools and fails on a tool message's text, so ours
-(``templates/idefics3_tools.jinja``) returns tool results in a ``User:`` turn. Each ``<image>`` in the text
-becomes, per tile, ``<fake_token_around_image><row_i_col_j>`` + ``<image>`` x ``image_seq_len`` (a newline
-after each row of tiles), then ``\\n<fake_token_around_image><global-img>`` + ``<image>`` x ``image_seq_len`` +
-``<fake_token_around_image>``; ``pixel_values`` is (batch, tiles, 3, H, W), padded to the batch's most
-tiles, with ``pixel_attention_mask`` saying which pixels are real. 1-D RoPE; no type ids.
-Like the real checkpoint, the tokenizer's eos is ``<|end_of_text|>`` while a turn ends with
+(``templates/user_assistant_tools.jinja``, SmolVLM2's too) returns tool results in a ``User:`` turn. Each
+``<image>`` in the text becomes, per tile, ``<fake_token_around_image><row_i_col_j>`` + ``<image>`` x
+``image_seq_len`` (a newline after each row of tiles), then ``\n<fake_token_around_image><global-img>`` +
+``<image>`` x ``image_seq_len`` + ``<fake_token_around_image>``; ``pixel_values`` is (batch, tiles, 3, H, W),
+padded to the batch's most tiles, with ``pixel_attention_mask`` saying which pixels are real. 1-D RoPE; no
+type ids. Like the real checkpoint, the tokenizer's eos is ``<|end_of_text|>`` while a turn ends with
 ``<end_of_utterance>``; the real one stops on neither in its config (it has no generation config), the tiny
 one lists both in ``eos_token_id``.
 """
@@ -110,7 +110,7 @@ FAMILY = ModelFamily(
     token_type_key=None,
     mrope=False,
     turns="user_assistant",
-    tool_template="idefics3_tools.jinja",
+    tool_template="user_assistant_tools.jinja",
     response_schema=_response_schema,
     build_tiny=build_tiny,
 )
