@@ -178,6 +178,32 @@ def test_tool_conversation_with_images_goes_through_the_model(name, built):
 
 
 @pytest.mark.parametrize("name", FAMILIES)
+def test_positions_and_type_ids_are_what_the_spec_says(name, built):
+    """``mrope``: the model has M-RoPE's ``get_rope_index`` (and without the type ids silently runs 1-D
+    positions); ``token_type_key``: the model reads that map (Gemma 3: bidirectional attention in an image)."""
+    import inspect
+
+    from transformers import AutoModelForImageTextToText
+
+    spec = _spec(name).FAMILY
+    processor = _processor(name, built[name])
+    model = AutoModelForImageTextToText.from_pretrained(built[name]).eval()
+    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Which is red?"}]}]
+    text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    inputs = processor(text=[text], images=[[_image()]], return_tensors="pt")
+    assert callable(getattr(model.model, "get_rope_index", None)) == spec.mrope
+    if spec.token_type_key is None:
+        assert not any("type_ids" in key for key in inputs)
+        return
+    assert spec.token_type_key in inspect.signature(model.forward).parameters
+    with torch.no_grad():
+        full = model(**inputs).logits
+        inputs.pop(spec.token_type_key)
+        without = model(**inputs).logits
+    assert not torch.allclose(full, without), "the model must read the type ids"
+
+
+@pytest.mark.parametrize("name", FAMILIES)
 def test_tool_template_is_what_trl_needs(name, built):
     from trl.chat_template_utils import (
         get_training_chat_template,
