@@ -19,7 +19,7 @@ from transformers import (
     Qwen3VLForConditionalGeneration,
 )
 
-from lookcloser.agent.families.tiny import VOCAB_SIZE, bpe_tokenizer, save_tiny, trl_chat_template
+from lookcloser.agent.families.tiny import bpe_tokenizer, save_tiny, trl_chat_template
 
 SPECIAL_TOKENS = [
     "<|endoftext|>",
@@ -47,8 +47,8 @@ MIN_PIXELS = MAX_PIXELS = 128 * 128
 def build_tokenizer() -> PreTrainedTokenizerFast:
     # TRL ships the exact Qwen3-VL template; TRL recognises it by identity for tool calling
     # and swaps in its generation-tagged training version for assistant-only loss.
-    return bpe_tokenizer(SPECIAL_TOKENS, ADDED_TOKENS, trl_chat_template("qwen3_vl"), vocab_size=VOCAB_SIZE,
-                         eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    return bpe_tokenizer(SPECIAL_TOKENS, ADDED_TOKENS, trl_chat_template("qwen3_vl"), eos_token="<|im_end|>",
+                         pad_token="<|endoftext|>")
 
 
 def build_config(tokenizer: PreTrainedTokenizerFast, size: str = "tiny") -> Qwen3VLConfig:

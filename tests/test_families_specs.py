@@ -1,6 +1,6 @@
 """Each family spec's own pieces, on its tiny checkpoint (agent/families/<family>.py): the deterministic
 build, the torchvision-free processor, a folder plain transformers loads, the tool-calling template TRL
-accepts and its response schema. (The stack through SFT / GRPO / eval is tests/test_families.py's.)"""
+accepts and its response schema (what SFT, GRPO and eval do with a spec is tested where they read it)."""
 
 from __future__ import annotations
 
