@@ -96,7 +96,9 @@ class HFPolicy:
         ]
         if name not in self._suffix_prefix:
             prefix = list(self._render(dummy)["input_ids"])
-            eos_positions = [i for i, t in enumerate(prefix) if t == self.tokenizer.eos_token_id]
+            # Cut after the last token generation stops at (the family's turn end: Gemma's <end_of_turn>, not
+            # its tokenizer's <eos>), since a generated turn ends there and the rest is the tool turn's text.
+            eos_positions = [i for i, t in enumerate(prefix) if t in self.eos_ids]
             self._suffix_prefix[name] = prefix[: eos_positions[-1] + 1] if eos_positions else prefix
         prefix = self._suffix_prefix[name]
         full = self._render(dummy + tool_messages, add_generation_prompt=True)

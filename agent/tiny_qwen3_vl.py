@@ -12,14 +12,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import (
     PreTrainedTokenizerFast,
     Qwen2VLImageProcessorPil,
     Qwen3VLConfig,
     Qwen3VLForConditionalGeneration,
 )
+
+from lookcloser.agent.families.tiny import bpe_tokenizer, save_tiny, trl_chat_template
 
 SPECIAL_TOKENS = [
     "<|endoftext|>",
@@ -32,8 +32,7 @@ SPECIAL_TOKENS = [
 ]
 # Plain added tokens: tool-calling and thinking markers stay single tokens, as in real Qwen.
 ADDED_TOKENS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>", "</think>"]
-VOCAB_SIZE = 1024
-VERSION = 3  # bump on any change below: the reserved name's cache folder is per version
+VERSION = 3  # bump on any change below (or in agent/families/tiny.py): the reserved name's cache folder is per version
 PATCH_SIZE = 16
 MERGE_SIZE = 2
 # The embedded sizes: (text hidden, text layers, vision hidden, vision depth). "tiny" is the main job's
@@ -44,49 +43,12 @@ SIZES = {"tiny": (64, 2, 64, 2), "small": (192, 4, 64, 2)}
 # squares); larger ones are downscaled, so fine detail is lost on purpose (the crop/zoom tools' task).
 MIN_PIXELS = MAX_PIXELS = 128 * 128
 
-# A small corpus so common prompt words get their own merges (shorter sequences, faster tests).
-_CORPUS = [
-    "Select the correct option from the following options: A. B. C. D. E.",
-    "Reference Context: Summary Captions Image 1: Image 2: Text to image Image to image Conclusion",
-    "Based on the above, the correct answer is A B C D. Let's analyze these images first:",
-    "Which image shows the larger red green blue yellow circle square triangle? How many objects?",
-    '<tool_call>\n{"name": "crop", "arguments": {"image_index": 0, "box": [0, 0, 32, 32]}}\n</tool_call>',
-    "<think>I should look closer at the image.</think><answer>B</answer>",
-    "You may call one or more functions to assist with the user query. # Tools <tools></tools>",
-    "zoom rotate flip search photos metadata filter view query answer error the a of in is to",
-    "0 1 2 3 4 5 6 7 8 9 10 100 [1, 2, 3] {\"type\": \"object\", \"properties\": {}}",
-]
-
-
-def _chat_template() -> str:
-    # TRL ships the exact Qwen3-VL template; TRL recognises it by identity for tool calling
-    # and swaps in its generation-tagged training version for assistant-only loss.
-    import trl
-
-    return (Path(trl.__file__).parent / "chat_templates" / "qwen3_vl.jinja").read_text(encoding="utf-8")
-
 
 def build_tokenizer() -> PreTrainedTokenizerFast:
-    tok = Tokenizer(models.BPE(unk_token=None, byte_fallback=False))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=VOCAB_SIZE - len(SPECIAL_TOKENS) - len(ADDED_TOKENS),
-        special_tokens=SPECIAL_TOKENS,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train_from_iterator(_CORPUS * 4, trainer=trainer)
-    wrapped = PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-        padding_side="left",
-        model_max_length=32768,
-    )
-    wrapped.add_tokens(ADDED_TOKENS)
-    wrapped.chat_template = _chat_template()
-    return wrapped
+    # TRL ships the exact Qwen3-VL template; TRL recognises it by identity for tool calling
+    # and swaps in its generation-tagged training version for assistant-only loss.
+    return bpe_tokenizer(SPECIAL_TOKENS, ADDED_TOKENS, trl_chat_template("qwen3_vl"), eos_token="<|im_end|>",
+                         pad_token="<|endoftext|>")
 
 
 def build_config(tokenizer: PreTrainedTokenizerFast, size: str = "tiny") -> Qwen3VLConfig:
@@ -149,19 +111,12 @@ def build_tiny_qwen3_vl(out_dir: str | Path, seed: int = 0, size: str = "tiny", 
     ['chat_template.jinja', 'config.json', 'generation_config.json']
     """
     from lookcloser.agent.processor import LookcloserQwen3VLProcessor
-    from lookcloser.checkpoints import save_checkpoint
-    from lookcloser.trl_surface import outside_deepspeed_zero3
 
     tokenizer = build_tokenizer()
-    config = build_config(tokenizer, size)
-    torch.manual_seed(seed)
-    with outside_deepspeed_zero3():  # ZeRO-3's zero.Init would leave every rank an empty shard to save
-        model = Qwen3VLForConditionalGeneration(config).eval()
     processor = LookcloserQwen3VLProcessor(
         image_processor=build_image_processor(), tokenizer=tokenizer, chat_template=tokenizer.chat_template
     )
-    # Processes building it at once (not through agent.models' lock): the first whole copy is kept.
-    return save_checkpoint(out_dir, model, processor, replace=replace)
+    return save_tiny(out_dir, Qwen3VLForConditionalGeneration, build_config(tokenizer, size), processor, seed, replace)
 
 
 def main() -> None:

@@ -261,6 +261,41 @@ def init_qwen3vl_processor(processor, image_processor, tokenizer, chat_template=
     super(Qwen3VLProcessor, processor).__init__(image_processor, tokenizer, chat_template=chat_template)
 
 
+# -- transformers' SmolVLM processor --
+
+# What ``SmolVLMProcessor.__init__`` sets on the processor; ``init_smolvlm_processor`` sets the same.
+SMOLVLM_PROCESSOR_ATTRIBUTES = ("fake_image_token", "image_token", "image_token_id", "end_of_utterance_token",
+                                "global_image_token", "image_seq_len", "video_token")
+
+
+def init_smolvlm_processor(processor, image_processor, tokenizer, image_seq_len: int, chat_template=None) -> None:
+    """Initialise a ``SmolVLMProcessor`` subclass without a video processor.
+
+    ``SmolVLMProcessor.__init__`` requires one (torchvision's) and ``num2words`` (for video prompts only), so
+    it is skipped: this sets the attributes it sets (``SMOLVLM_PROCESSOR_ATTRIBUTES``, read from the tokenizer
+    where it names them) and calls ``ProcessorMixin.__init__`` directly.
+    """
+    from transformers import SmolVLMProcessor
+
+    processor.fake_image_token = getattr(tokenizer, "fake_image_token", None) or "<fake_token_around_image>"
+    processor.image_token = getattr(tokenizer, "image_token", None) or "<image>"
+    processor.image_token_id = tokenizer.convert_tokens_to_ids(processor.image_token)
+    processor.end_of_utterance_token = getattr(tokenizer, "end_of_utterance_token", None) or "<end_of_utterance>"
+    processor.global_image_token = getattr(tokenizer, "global_image_token", None) or "<global-img>"
+    processor.image_seq_len = image_seq_len
+    processor.video_token = getattr(tokenizer, "video_token", None) or "<video>"
+    processor.video_processor = None
+    super(SmolVLMProcessor, processor).__init__(image_processor, tokenizer, chat_template=chat_template)
+
+
+def smolvlm_apply_chat_template(processor, conversation, chat_template=None, **kwargs):
+    """``apply_chat_template`` of a ``SmolVLMProcessor`` without a video processor: its own override only
+    adds the video processor's frame settings (``num_frames``, ``fps``) before ``ProcessorMixin``'s."""
+    from transformers import SmolVLMProcessor
+
+    return super(SmolVLMProcessor, processor).apply_chat_template(conversation, chat_template, **kwargs)
+
+
 @contextlib.contextmanager
 def outside_deepspeed_zero3() -> Iterator[None]:
     """Build models as plain modules even inside a ZeRO-3 run.
@@ -279,30 +314,3 @@ def outside_deepspeed_zero3() -> Iterator[None]:
     finally:
         hf_deepspeed._hf_deepspeed_config_weak_ref = saved
 
-
-# -- transformers' SmolVLM processor --
-
-# What ``SmolVLMProcessor.__init__`` sets on the processor; ``init_smolvlm_processor`` sets the same.
-SMOLVLM_PROCESSOR_ATTRIBUTES = ("fake_image_token", "image_token", "image_token_id", "end_of_utterance_token",
-                                "global_image_token", "image_seq_len", "video_token")
-
-
-def init_smolvlm_processor(processor, image_processor, tokenizer, image_seq_len: int = 169,
-                           chat_template=None) -> None:
-    """Initialise a ``SmolVLMProcessor`` subclass without a video processor.
-
-    ``SmolVLMProcessor.__init__`` requires one (torchvision's, absent on CPU machines) and raises unless
-    ``num2words`` is installed (used only to write a video's frame count in words), so it is skipped: this
-    sets the attributes it sets (``SMOLVLM_PROCESSOR_ATTRIBUTES``, from the tokenizer's named tokens as it
-    does) and calls ``ProcessorMixin.__init__`` directly.
-    """
-    from transformers import SmolVLMProcessor
-
-    processor.fake_image_token = getattr(tokenizer, "fake_image_token", "<fake_token_around_image>")
-    processor.image_token = getattr(tokenizer, "image_token", "<image>")
-    processor.image_token_id = tokenizer.convert_tokens_to_ids(processor.image_token)
-    processor.end_of_utterance_token = getattr(tokenizer, "end_of_utterance_token", "<end_of_utterance>")
-    processor.global_image_token = getattr(tokenizer, "global_image_token", "<global-img>")
-    processor.image_seq_len = image_seq_len
-    processor.video_token = getattr(tokenizer, "video_token", "<video>")
-    super(SmolVLMProcessor, processor).__init__(image_processor, tokenizer, chat_template=chat_template)

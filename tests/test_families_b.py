@@ -23,7 +23,7 @@ from PIL import Image
 from lookcloser.agent.families import FAMILIES, RESERVED, family_for_model_type
 from tests.conftest import REPO
 
-NAMES = ("internvl", "llava_onevision", "smolvlm")
+NAMES = ("internvl", "llava_onevision")
 IMAGE = REPO / "data" / "mir_sample" / "which_red" / "003_2.png"
 STOCK = {"internvl": "InternVLProcessor", "llava_onevision": "LlavaOnevisionProcessor", "smolvlm": "SmolVLMProcessor"}
 # Image tokens for one 128x128 image alone, and for a 128x128 and a 64x48 image in one sample. LLaVA-OneVision

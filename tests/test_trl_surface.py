@@ -114,29 +114,6 @@ def test_qwen3vl_processor_init_sets_what_ours_sets():
     assert params == ["self", "args", "kwargs"]  # sub-processors by position, chat_template by keyword
 
 
-def test_smolvlm_processor_init_sets_what_ours_sets():
-    from transformers import SmolVLMProcessor
-    from transformers.processing_utils import ProcessorMixin
-
-    upstream = _self_assignments(_method_source_tree(SmolVLMProcessor, "__init__"))
-    assert upstream == set(trl_surface.SMOLVLM_PROCESSOR_ATTRIBUTES), upstream
-    assert SmolVLMProcessor.__mro__[1] is ProcessorMixin  # what super(SmolVLMProcessor, ...) reaches
-    # Ours takes ProcessorMixin's apply_chat_template over SmolVLM's, which adds only its video settings.
-    params = lambda cls: set(inspect.signature(cls.apply_chat_template).parameters)
-    assert params(SmolVLMProcessor) <= params(ProcessorMixin)  # every argument a caller gives is still taken
-    assert "video_processor" in inspect.getsource(SmolVLMProcessor.apply_chat_template)
-
-
-def test_the_smolvlm_processor_built_by_the_fence_has_every_attribute(tmp_path):
-    from lookcloser.agent.families import smolvlm
-
-    processor = smolvlm.FAMILY.processor_class.from_pretrained(str(smolvlm.build_tiny(tmp_path / "tiny")))
-    for name in trl_surface.SMOLVLM_PROCESSOR_ATTRIBUTES:
-        assert getattr(processor, name) is not None, name
-    assert processor.image_token_id == processor.tokenizer.convert_tokens_to_ids("<image>")
-    assert processor.image_seq_len == smolvlm.IMAGE_SEQ_LEN  # read back from processor_config.json
-
-
 def test_the_processor_built_by_the_fence_has_every_attribute(tiny_model_dir):
     from lookcloser.agent.models import load_processor
 
@@ -144,6 +121,30 @@ def test_the_processor_built_by_the_fence_has_every_attribute(tiny_model_dir):
     for name in trl_surface.QWEN3VL_PROCESSOR_ATTRIBUTES:
         assert getattr(processor, name) is not None, name
     assert processor.image_token_id == processor.tokenizer.convert_tokens_to_ids("<|image_pad|>")
+
+
+def test_smolvlm_processor_init_sets_what_ours_sets_and_its_chat_template_adds_only_frames():
+    from transformers import SmolVLMProcessor
+    from transformers.processing_utils import ProcessorMixin
+
+    upstream = _self_assignments(_method_source_tree(SmolVLMProcessor, "__init__"))
+    assert upstream == set(trl_surface.SMOLVLM_PROCESSOR_ATTRIBUTES), upstream
+    assert SmolVLMProcessor.__mro__[1] is ProcessorMixin  # what super(SmolVLMProcessor, ...) reaches
+    # Its apply_chat_template reads the video processor for frame settings, then calls ProcessorMixin's.
+    body = inspect.getsource(SmolVLMProcessor.apply_chat_template)
+    assert re.findall(r"self\.(\w+)\.", body) == ["video_processor"] * 4, "reads nothing else of its own"
+    assert "super().apply_chat_template(" in body
+
+
+def test_the_smolvlm_processor_built_by_the_fence_has_every_attribute_and_renders(tmp_path):
+    from lookcloser.agent.families import smolvlm
+
+    processor = smolvlm.FAMILY.processor_class.from_pretrained(smolvlm.build_tiny(tmp_path / "smolvlm"))
+    for name in trl_surface.SMOLVLM_PROCESSOR_ATTRIBUTES:
+        assert getattr(processor, name) is not None, name
+    assert processor.image_token_id == processor.tokenizer.convert_tokens_to_ids("<image>")
+    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Hi"}]}]
+    assert processor.apply_chat_template(messages, add_generation_prompt=True).endswith("Hi<end_of_utterance>\nAssistant:")
 
 
 def test_a_compiled_response_template_is_used_as_is_and_parses_like_the_dict():

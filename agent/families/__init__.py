@@ -9,15 +9,26 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from lookcloser.agent.families import internvl, llava_onevision, qwen3_vl, smolvlm
+from lookcloser.agent.families import (
+    gemma3,
+    idefics3,
+    internvl,
+    llava_onevision,
+    qwen2_5_vl,
+    qwen3_vl,
+    smolvlm,
+)
 from lookcloser.agent.families.base import ModelFamily
 from lookcloser.errors import ModelPathError
 
 _SPECS: tuple[ModelFamily, ...] = (
     qwen3_vl.FAMILY,
+    qwen2_5_vl.FAMILY,
+    gemma3.FAMILY,
     internvl.FAMILY,
-    llava_onevision.FAMILY,
+    idefics3.FAMILY,
     smolvlm.FAMILY,
+    llava_onevision.FAMILY,
 )
 FAMILIES: dict[str, ModelFamily] = {spec.name: spec for spec in _SPECS}
 RESERVED: dict[str, tuple[ModelFamily, str]] = {

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from lookcloser.agent.families.tiny import CORPUS as _CORPUS
 from lookcloser.agent.processor import _drop_empty_images
-from lookcloser.agent.tiny_qwen3_vl import _CORPUS
 
 VOCAB_SIZE = 1024
 # Beyond Qwen's corpus: the other families' turn words, so common prompt pieces get their own merges.
