@@ -7,23 +7,47 @@ Offline and deterministic from the seed, as the reserved names build them (``age
 
 from __future__ import annotations
 
-import argparse
+import sys
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 from lookcloser.agent.families import FAMILIES
+from lookcloser.checks import check_names, check_output_folder
+from lookcloser.errors import RecipeError
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out_dir")
-    parser.add_argument("--family", required=True, choices=sorted(FAMILIES))
-    parser.add_argument("--size", default="tiny")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    family = FAMILIES[args.family]
-    if args.size not in family.sizes:
-        parser.error(f"--size: {args.family} has the sizes {', '.join(family.sizes)}, not {args.size!r}")
-    print(family.build_tiny(args.out_dir, seed=args.seed, size=args.size))
+@dataclass
+class TinyModelArguments:
+    """Which family's tiny checkpoint to write, and where."""
+
+    POSITIONAL: ClassVar = ("out_dir",)
+    out_dir: str = field(default="", metadata={"help": "The folder to write (first argument)."})
+    family: str = field(default="", metadata={"help": f"One of {', '.join(sorted(FAMILIES))}."})
+    size: str = field(default="tiny", metadata={"help": "A size the family has (qwen3_vl: tiny, small)."})
+    seed: int = field(default=0, metadata={"help": "The weights' seed."})
+
+    def __post_init__(self) -> None:
+        if not self.out_dir:
+            raise RecipeError("give the output folder (first argument, or --out_dir)")
+        check_output_folder("out_dir", self.out_dir)
+        if not self.family:
+            raise RecipeError(f"give --family (one of {', '.join(sorted(FAMILIES))})")
+        check_names("family", [self.family], sorted(FAMILIES))
+        check_names("size", [self.size], FAMILIES[self.family].sizes)
+
+
+def write(args: TinyModelArguments) -> None:
+    print(FAMILIES[args.family].build_tiny(args.out_dir, seed=args.seed, size=args.size))
+
+
+def main(argv: list[str] | None = None) -> int:
+    from lookcloser.cli import run
+    from lookcloser.recipes import parse_flags
+
+    prog = "python -m agent.tiny_models"
+    return run(write, lambda: (parse_flags(TinyModelArguments, argv, prog=prog, description=__doc__.splitlines()[0]),),
+               prog=prog, argv=argv)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

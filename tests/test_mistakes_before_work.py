@@ -67,6 +67,7 @@ MISTAKES = [
     ([*BUILD, "synthetic", str(SAMPLE), "--count", "2", "--out", str(SAMPLE / "synthetic")],
      "must not hold one another"),  # its rebuild would clear a folder inside the source images
     (["-m", "lookcloser.data_builders.sample_mir", "out", "--per_family", "0"], "per_family must be >= 1, got 0"),
+    (["-m", "lookcloser.agent.tiny_models", "out", "--family", "gema3"], "unknown name 'gema3'; did you mean gemma3?"),
 ]
 
 
