@@ -202,3 +202,23 @@ def test_a_template_that_renders_the_same_is_taken_as_the_published_one(tiny):
     # Another template (a different system line) is not taken for it.
     other = published.replace("# Tools", "# Functions", 1)
     assert not renders_like(processor, other, published)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_scorers_find_the_final_turn_in_each_familys_rendering(name, tiny):
+    """verl and OpenRLHF score decoded rollouts: the torch-free turn markers (rewards.turn_markers, named by
+    the spec) cut each family's rendered conversation to its last assistant turn, tool output left out."""
+    from lookcloser.rewards._text import final_turn_text
+    from lookcloser.rewards.turn_markers import TURN_MARKERS
+
+    family = FAMILIES[name]
+    assert family.turns in TURN_MARKERS
+    processor = load_processor(str(tiny(name)))
+    call = {"type": "function", "function": {"name": "crop", "arguments": {"image_index": 0}}}
+    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Which one?"}]},
+                {"role": "assistant", "content": [{"type": "text", "text": "Look."}], "tool_calls": [call]},
+                {"role": "tool", "name": "crop", "content": [{"type": "text", "text": "Answer: A (a trap)"}]},
+                {"role": "assistant", "content": [{"type": "text", "text": "<answer>B</answer>"}]}]
+    text = processor.apply_chat_template(messages, tokenize=False)
+    assert "Answer: A" in text
+    assert final_turn_text(text).strip() == "<answer>B</answer>", text[-300:]
