@@ -24,6 +24,7 @@ PER_PROMPT_STATE = ("_sync_tool_dicts", "_async_tool_dicts", "_batch_environment
 
 # GRPOTrainer's private state that LookcloserGRPOTrainer reads or extends directly.
 GRPO_ATTRIBUTES = ("_metrics", "_logs", "_tokenizer", "_env_tools", "_multi_environment", "_image_pad_token_id",
+                   "eos_token_ids",
                    *PER_PROMPT_STATE)
 
 # Private methods we override or call: (module, class, method) -> the parameters we rely on.
@@ -35,6 +36,7 @@ PRIVATE_METHODS = {
     ("trl.trainer.grpo_trainer", "GRPOTrainer", "_calculate_rewards"):
         ("self", "inputs", "prompts", "completions", "completion_ids_list"),
     ("trl.trainer.grpo_trainer", "GRPOTrainer", "_log_metric"): ("self", "name", "value"),
+    ("trl.trainer.grpo_trainer", "GRPOTrainer", "_get_tool_suffix_ids"): ("self", "tool_messages"),
     ("trl.trainer.sft_trainer", "DataCollatorForVisionLanguageModeling", "_collate_language_modeling"):
         ("self", "examples"),
     ("transformers", "Trainer", "_get_train_sampler"): ("self", "train_dataset"),

@@ -162,6 +162,16 @@ def test_grpo_step_with_the_crop_tool_puts_its_image_in_turn_two_and_the_loss(na
             make()
         return
     trainer = make()
+    # A generated tool-call turn (it stops at a stop token) + the tool-result ids TRL appends = the template's
+    # rendering of the whole exchange, for every family's turn end.
+    tool = [{"role": "tool", "name": "crop", "content": [{"type": "text", "text": "cropped"}]}]
+    call = [{"role": "user", "content": [{"type": "text", "text": "Hi"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": ""}], "tool_calls": [
+                {"type": "function", "function": {"name": "crop", "arguments": {}}}]}]
+    turn = processor.apply_chat_template(call, tokenize=True, return_dict=False)[0]
+    turn = turn[: max(i for i, t in enumerate(turn) if t in trainer.eos_token_ids) + 1]
+    whole = processor.apply_chat_template(call + tool, tokenize=True, return_dict=False, add_generation_prompt=True)[0]
+    assert list(turn) + list(trainer._get_tool_suffix_ids(tool)) == list(whole)
     trainer.train()
     logs = [entry for entry in trainer.state.log_history if "tools/call_frequency" in entry]
     assert logs and logs[0]["tools/call_frequency"] == 1.0 and logs[0]["tools/failure_frequency"] == 0.0

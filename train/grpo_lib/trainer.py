@@ -118,6 +118,29 @@ class LookcloserGRPOTrainer(GRPOTrainer):
         self._resample_calls = 0
         self.timings: dict[str, list[float]] = defaultdict(list)
 
+    def _get_tool_suffix_ids(self, tool_messages):
+        """TRL's tool-result ids, plus what the template renders after a turn's stop token when that token
+        is not the tokenizer's eos (Gemma's ``<end_of_turn>``, Idefics3's ``<end_of_utterance>``): TRL cuts its
+        dummy prefix at ``eos_token`` only, so there a generated turn, which stops at the stop token, would
+        lose the newline the template puts after it."""
+        suffix = super()._get_tool_suffix_ids(tool_messages)
+        if not hasattr(self, "_turn_tail"):
+            self._turn_tail = self._rendered_after_stop(tool_messages[0]["name"])
+        return self._turn_tail + list(suffix)
+
+    def _rendered_after_stop(self, tool_name: str) -> list[int]:
+        """The ids a rendered assistant tool-call turn has after its last stop token, when TRL keeps them
+        out of the suffix (no tokenizer eos in the turn); else none."""
+        call = [{"type": "function", "function": {"name": tool_name, "arguments": {}}}]
+        messages = prepare_multimodal_messages([{"role": "user", "content": "dummy"},
+                                                {"role": "assistant", "content": "", "tool_calls": call}])
+        ids = self.processing_class.apply_chat_template(messages, tokenize=True, chat_template=self.chat_template,
+                                                        return_dict=False, **self.chat_template_kwargs)[0]
+        if self._tokenizer.eos_token_id in ids:
+            return []
+        stops = [i for i, token in enumerate(ids) if token in self.eos_token_ids]
+        return list(ids[stops[-1] + 1:]) if stops else []
+
     def _opt(self, name: str, default=None):
         return getattr(self.args, name, default)
 
