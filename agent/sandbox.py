@@ -27,11 +27,9 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import fcntl
 import io
 import json
 import os
-import pwd
 import random
 import selectors
 import shutil
@@ -46,6 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from PIL import Image
+
+from lookcloser.agent.sandbox_start import call_uid, interpreter_paths, start_problem, uid_processes
 
 RUNNER = Path(__file__).with_name("sandbox_runner.py")
 INSTALL_HINT = "apt-get install -y bubblewrap"
@@ -138,41 +138,6 @@ def sandbox_problem() -> str | None:
     return start_problem(result.error or result.limit or "", result.text)
 
 
-def start_problem(error: str, text: str) -> str:
-    """The start check's failure in words a user can act on.
-
-    >>> start_problem("the sandbox did not start", "bwrap: execvp /x/bin/python: No such file or directory")[:66]
-    "the python tool's sandbox cannot see the interpreter /x/bin/python"
-    """
-    said = text.strip()[:300]
-    if "execvp" in said and "No such file" in said:
-        python = said.split("execvp", 1)[1].split(":", 1)[0].strip()
-        return (f"the python tool's sandbox cannot see the interpreter {python} ({said}): run lookcloser from a "
-                f"Python whose folders are readable by an unprivileged user, outside /proc, /dev and /sys")
-    if said.startswith("bwrap:") and any(key in said for key in ("namespace", "uid map", "Operation not permitted")):
-        return f"the python tool's sandbox cannot make user namespaces on this machine ({said}): {_userns_setting()}"
-    return f"the python tool's sandbox (bubblewrap) does not start on this machine: {error} {said}".strip()
-
-
-def _userns_setting() -> str:
-    """The kernel setting that refuses unprivileged user namespaces here, and how to allow them."""
-    def value(path: str) -> str | None:
-        try:
-            return Path(path).read_text().strip()
-        except OSError:
-            return None
-    if value("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1":
-        return ("AppArmor refuses them (Ubuntu 24.04 and later): allow them with "
-                "`sysctl kernel.apparmor_restrict_unprivileged_userns=0`, or give bwrap an AppArmor profile "
-                "with `userns,`; or run as root")
-    if value("/proc/sys/kernel/unprivileged_userns_clone") == "0":
-        return "allow them with `sysctl kernel.unprivileged_userns_clone=1` (Debian), or run as root"
-    if value("/proc/sys/user/max_user_namespaces") == "0":
-        return "allow them with `sysctl user.max_user_namespaces=15000`, or run as root"
-    return ("the container or its seccomp profile refuses them (Docker, Kubernetes): run the container with "
-            "user namespaces allowed (e.g. `--security-opt seccomp=unconfined`), or run as root")
-
-
 def require_sandbox() -> None:
     """Raise ``SandboxUnavailable`` unless the sandbox runs here."""
     problem = sandbox_problem()
@@ -203,7 +168,7 @@ def run_python(code: str, inputs: Path, limits: SandboxLimits | None = None) -> 
         (call_dir / "code.py").write_text(code, encoding="utf-8")
         (call_dir / "code.py").chmod(0o444)
         nonce = f"--lookcloser-report-{random.getrandbits(64):016x}--"
-        with _slots, (_call_uid() if os.geteuid() == 0 else contextlib.nullcontext()) as uid:
+        with _slots, (call_uid() if os.geteuid() == 0 else contextlib.nullcontext()) as uid:
             result = _run(_command(call_dir, nonce, limits, uid), nonce, limits, uid)
     result.seconds = time.monotonic() - started
     return result
@@ -233,69 +198,6 @@ def _copy_regular(source: Path, target: Path) -> None:
         os.close(fd)
 
 
-@contextlib.contextmanager
-def _call_uid():
-    """A uid for one call (root callers), unused for the call's lifetime: no account, no process has it,
-    and no other call of any process on this machine holds it (a lock file, held until the call ends). A
-    clash would let one call's cleanup (``_end_leftovers``) kill another's processes."""
-    folder = Path(tempfile.gettempdir()) / "lookcloser-sandbox-uids"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    for _ in range(64):
-        uid = random.randrange(10_000_000, 2_000_000_000)
-        if _uid_has_account(uid) or _uid_processes(uid):
-            continue
-        path = folder / str(uid)
-        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            continue
-        if not path.exists() or os.stat(path).st_ino != os.fstat(fd).st_ino:  # unlinked by its last holder
-            os.close(fd)
-            continue
-        try:
-            yield uid
-        finally:
-            path.unlink(missing_ok=True)
-            os.close(fd)
-        return
-    raise RuntimeError("no unused uid for the sandbox after 64 draws")
-
-
-def _uid_has_account(uid: int) -> bool:
-    try:
-        pwd.getpwuid(uid)
-    except KeyError:
-        return False
-    return True
-
-
-def _uid_processes(uid: int) -> list[int]:
-    """Processes of ``uid`` that /proc shows now."""
-    found = []
-    for name in os.listdir("/proc"):
-        try:
-            if name.isdigit() and os.stat(f"/proc/{name}").st_uid == uid:
-                found.append(int(name))
-        except OSError:  # gone meanwhile
-            continue
-    return found
-
-
-def _interpreter_paths() -> list[str]:
-    """Folders the interpreter needs (the venv, the Python it was made from, and where numpy and Pillow
-    live when a ``.pth`` file puts them elsewhere), outermost first."""
-    import numpy
-    import PIL
-
-    paths = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, Path(os.path.realpath(sys.executable)).parents[1])}
-    paths |= {os.path.realpath(Path(module.__file__).parents[1]) for module in (numpy, PIL)}
-    paths.add(sys.prefix)  # the venv as its own path too: its bin/python is what runs
-    kept = sorted(p for p in paths if not p.startswith("/usr/") and p != "/usr")
-    return [p for p in kept if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in kept)]
-
-
 def _command(call_dir: Path, nonce: str, limits: SandboxLimits, uid: int | None) -> list[str]:
     root = uid is not None
     cmd = ["bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
@@ -313,7 +215,7 @@ def _command(call_dir: Path, nonce: str, limits: SandboxLimits, uid: int | None)
     cmd += ["--perms", "1777", "--size", scratch, "--tmpfs", "/scratch",
             "--perms", "1777", "--size", scratch, "--tmpfs", "/tmp"]
     made = {"/tmp", "/scratch"}
-    for path in _interpreter_paths():
+    for path in interpreter_paths():
         parents = [str(p) for p in reversed(Path(path).parents) if str(p) != "/"]
         for parent in parents:  # readable mount points for a non-root user (a home folder is often 0700)
             if parent not in made:
@@ -321,7 +223,10 @@ def _command(call_dir: Path, nonce: str, limits: SandboxLimits, uid: int | None)
                 made.add(parent)
         cmd += ["--ro-bind", path, path]
     cmd += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev", "--ro-bind", str(call_dir), "/inputs",
-            "--ro-bind", str(RUNNER), "/sandbox_runner.py", "--chdir", "/scratch", "--clearenv"]
+            "--ro-bind", str(RUNNER), "/sandbox_runner.py",
+            # The new root is a tmpfs no limit bounds: read-only once its mount points are made (an
+            # unprivileged caller's code owns it and could otherwise fill it).
+            "--remount-ro", "/", "--chdir", "/scratch", "--clearenv"]
     for name, value in (("PATH", "/usr/bin:/bin"), ("HOME", "/scratch"), ("LANG", "C.UTF-8"),
                         ("OMP_NUM_THREADS", "1"), ("OPENBLAS_NUM_THREADS", "1"), ("MPLCONFIGDIR", "/scratch")):
         cmd += ["--setenv", name, value]
@@ -340,7 +245,7 @@ def _command(call_dir: Path, nonce: str, limits: SandboxLimits, uid: int | None)
     else:
         # The kernel counts RLIMIT_NPROC over every process of the caller's uid (a user namespace does not
         # change that): the user's processes now are added, so the code still gets its own share.
-        processes += len(_uid_processes(os.getuid())) + 2
+        processes += len(uid_processes(os.getuid())) + 2
         cmd += ["--disable-userns", "--"]
     runner_limits = {"cpu_s": limits.cpu_s, "memory_mb": limits.memory_mb, "file_mb": limits.file_mb,
                      "processes": processes, "max_images": limits.max_images,
@@ -374,7 +279,7 @@ def _end_leftovers(uid: int) -> None:
     parents do)."""
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
-        left = _uid_processes(uid)
+        left = uid_processes(uid)
         if not left:
             return
         for pid in left:
