@@ -196,7 +196,7 @@ def _pictures_out(shown: list, counted: int, limits: dict) -> tuple[list, int]:
     ``max_images``; and how many more there were. A saved file is decoded here, never by the parent."""
     from PIL import Image
 
-    Image.MAX_IMAGE_PIXELS = DECODE_PIXELS  # past twice this Pillow refuses to open it at all
+    Image.MAX_IMAGE_PIXELS = None  # the size is checked below, before decoding, and said
     saved = sorted((entry.stat().st_mtime_ns, entry.name) for entry in os.scandir(".")
                    if entry.is_file(follow_symlinks=False) and entry.name.lower().endswith(IMAGE_SUFFIXES))
     pictures, left_out = list(shown), counted - len(shown)
