@@ -16,6 +16,7 @@ import sysconfig
 import uuid
 from pathlib import Path
 
+import numpy
 import pytest
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
@@ -30,7 +31,8 @@ def _venv_at(folder: Path) -> Path:
     """A venv at ``folder`` that finds this checkout's packages; its interpreter."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
     site = next(folder.glob("lib/python*/site-packages"))
-    (site / "this_checkout.pth").write_text(f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
+    folders = dict.fromkeys([sysconfig.get_paths()["purelib"], str(Path(numpy.__file__).parents[1])])
+    (site / "this_checkout.pth").write_text("".join(f"import site; site.addsitedir({f!r})\n" for f in folders))
     return folder / "bin" / "python"
 
 
