@@ -45,6 +45,7 @@ from pathlib import Path
 
 from PIL import Image
 
+from lookcloser.agent.sandbox_cgroup import CallCgroup, make_call_cgroup
 from lookcloser.agent.sandbox_start import call_uid, interpreter_paths, start_problem, uid_processes
 
 RUNNER = Path(__file__).with_name("sandbox_runner.py")
@@ -69,6 +70,7 @@ class SandboxLimits:
     wall_s: float = 10.0
     cpu_s: int = 5
     memory_mb: int = 1024  # address space (RLIMIT_AS) of each process
+    call_memory_mb: int = 2048  # memory of the whole call, its processes and tmpfs together (a cgroup, where one can be made)
     processes: int = 8  # processes of the call alive at once, the first included (RLIMIT_NPROC)
     file_mb: int = 32  # largest file the code may write (RLIMIT_FSIZE)
     scratch_mb: int = 64  # size of /scratch and of /tmp (tmpfs)
@@ -81,7 +83,7 @@ class SandboxLimits:
     picture_pixels: int = 2048 * 2048
 
     def __post_init__(self) -> None:
-        for name in ("wall_s", "cpu_s", "memory_mb", "processes", "file_mb", "scratch_mb", "output_mb",
+        for name in ("wall_s", "cpu_s", "memory_mb", "call_memory_mb", "processes", "file_mb", "scratch_mb", "output_mb",
                      "text_chars", "max_images", "picture_pixels"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"sandbox limit {name} must be > 0, got {getattr(self, name)!r}")
@@ -93,6 +95,7 @@ class SandboxLimits:
         'wall time (10 s)'
         """
         values = {"wall time": f"{self.wall_s:g} s", "CPU time": f"{self.cpu_s} s", "memory": f"{self.memory_mb} MiB",
+                  "call memory": f"{self.call_memory_mb} MiB over the whole call",
                   "processes": f"{self.processes} processes", "file size": f"{self.file_mb} MiB per file",
                   "scratch space": f"{self.scratch_mb} MiB", "output": f"{self.output_mb} MiB"}
         return f"{limit} ({values[limit]})" if limit in values else limit
@@ -169,7 +172,12 @@ def run_python(code: str, inputs: Path, limits: SandboxLimits | None = None) -> 
         (call_dir / "code.py").chmod(0o444)
         nonce = f"--lookcloser-report-{random.getrandbits(64):016x}--"
         with _slots, (call_uid() if os.geteuid() == 0 else contextlib.nullcontext()) as uid:
-            result = _run(_command(call_dir, nonce, limits, uid), nonce, limits, uid)
+            cgroup = make_call_cgroup(call_dir.name, limits.call_memory_mb * 1024 * 1024, limits.processes + 8)
+            try:
+                result = _run(_command(call_dir, nonce, limits, uid), nonce, limits, uid, cgroup)
+            finally:
+                if cgroup is not None:
+                    cgroup.remove()
     result.seconds = time.monotonic() - started
     return result
 
@@ -254,21 +262,26 @@ def _command(call_dir: Path, nonce: str, limits: SandboxLimits, uid: int | None)
                   json.dumps(runner_limits)]
 
 
-def _run(cmd: list[str], nonce: str, limits: SandboxLimits, uid: int | None) -> SandboxResult:
+def _run(cmd: list[str], nonce: str, limits: SandboxLimits, uid: int | None, cgroup: CallCgroup | None) -> SandboxResult:
     started = time.monotonic()
     info_read, info_write = os.pipe()  # bwrap writes {"child-pid": N} there: the PID namespace's init
+    cmd = [cmd[0], "--info-fd", str(info_write), *cmd[1:]]
     try:
-        proc = subprocess.Popen([cmd[0], "--info-fd", str(info_write), *cmd[1:]], stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(cgroup.wrap(cmd) if cgroup else cmd, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
                                 env={"PATH": "/usr/bin:/bin"}, close_fds=True, pass_fds=(info_write,))
     finally:
         os.close(info_write)
     try:
-        return _watch(proc, nonce, limits, started, info_read)
+        result = _watch(proc, nonce, limits, started, info_read)
     finally:
         os.close(info_read)
         if uid is not None:
             _end_leftovers(uid)
+    if cgroup is not None and cgroup.oom_kills() and result.limit is None:
+        # the kernel's count: a process of the call was killed for the call's (or all calls') memory
+        result.limit, result.error, result.images = "call memory", None, []
+    return result
 
 
 def _end_leftovers(uid: int) -> None:

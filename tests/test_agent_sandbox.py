@@ -27,6 +27,7 @@ from PIL import Image
 
 from lookcloser.agent.code_env import PythonImageToolEnv
 from lookcloser.agent.sandbox import SandboxLimits, run_python, sandbox_problem, write_inputs
+from lookcloser.agent.sandbox_cgroup import cgroups_made
 from lookcloser.agent.toolkit import call_failed
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
@@ -437,3 +438,43 @@ def test_a_failed_start_check_is_run_again(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", "/usr/local/bin:/usr/bin:/bin")
     assert sandbox_problem() is None and sandbox._sandbox_works  # checked again, and now it runs
     assert "ran" in run_python("print('ran')", tmp_path, LIMITS).text
+
+
+HOG = ("import subprocess, sys\nhog = 'a = bytearray({mb} * 1024 * 1024); a[::4096] = b\"x\" * (len(a) // 4096); "
+       "import time; time.sleep(2)'\nprocs = [subprocess.Popen([sys.executable, '-c', hog]) for _ in range({n})]\n"
+       "print('exits', [p.wait() for p in procs])")
+
+
+@pytest.mark.skipif(not cgroups_made(), reason="no cgroup can be made here (an unprivileged user without a "
+                                                "delegated cgroup v2 subtree): the per-process limits stand alone")
+def test_memory_is_bounded_over_the_whole_call_not_per_process(tmp_path):
+    # Four processes of 300 MB each, every one under its 512 MiB address-space limit: 1.2 GB together.
+    limits = SandboxLimits(wall_s=20, cpu_s=8, memory_mb=512, call_memory_mb=600, processes=8)
+    env = PythonImageToolEnv(sandbox_limits=limits)
+    env.reset(images=_pictures())
+    result = env.python(HOG.format(mb=300, n=4))
+    assert result.startswith("Error: the code was stopped at its call memory (600 MiB over the whole call) limit")
+    roomy = env.python(HOG.format(mb=100, n=4))  # 400 MB together: under the bound, untouched
+    assert not call_failed(roomy) and "exits [0, 0, 0, 0]" in _text(roomy)
+    assert _sandbox_uid_processes() == []
+
+
+@pytest.mark.slow  # about 10 s: a fresh interpreter whose calls share a small total
+@pytest.mark.skipif(not cgroups_made(), reason="no cgroup can be made here")
+def test_concurrent_calls_of_one_process_share_one_memory_total(tmp_path):
+    # The total is a quarter of the machine's memory; TOTAL_SHARE set so that it is ~700 MB for this process.
+    script = ("import os, sys, threading\nfrom pathlib import Path\nfrom lookcloser.agent import sandbox_cgroup\n"
+              "sandbox_cgroup.TOTAL_SHARE = os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE') // (700 << 20)\n"
+              "from lookcloser.agent.sandbox import SandboxLimits, run_python\n"
+              "limits = SandboxLimits(wall_s=30, cpu_s=10, memory_mb=1024, call_memory_mb=1024)\n"
+              f"code = {HOG.format(mb=300, n=1)!r}\nresults = [None] * 3\n"
+              "def call(i):\n    results[i] = run_python(code, Path(sys.argv[1]), limits)\n"
+              "threads = [threading.Thread(target=call, args=(i,)) for i in range(3)]\n"
+              "[t.start() for t in threads]\n[t.join() for t in threads]\n"
+              "print(sorted(str(r.limit) for r in results), sandbox_cgroup.total_memory_bytes() >> 20)")
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=False, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr
+    limits_seen, total_mb = done.stdout.rsplit("]", 1)[0] + "]", int(done.stdout.rsplit("]", 1)[1])
+    assert 650 <= total_mb <= 750 and "'call memory'" in limits_seen  # 3 x 300 MB at once pass the total
+    assert limits_seen.count("'None'") >= 1  # the others ran
