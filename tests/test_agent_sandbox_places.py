@@ -85,3 +85,20 @@ def _writable(folder: Path) -> bool:
         return False
     probe.rmdir()
     return True
+
+
+@pytest.mark.parametrize("said", [
+    # bwrap 0.8's own words where the kernel refuses an unprivileged user namespace (bubblewrap.c), and where a
+    # container's seccomp profile or Ubuntu's AppArmor refuses it. Refusing one needs a kernel setting this test
+    # cannot change on a shared machine, so the start check's wording is checked on bwrap's lines.
+    ("bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged "
+     "user namespaces. On e.g. debian this can be enabled with 'sysctl kernel.unprivileged_userns_clone=1'."),
+    "bwrap: setting up uid map: Permission denied",
+    "bwrap: Creating new namespace failed: Operation not permitted",
+])
+def test_refused_user_namespaces_are_named_with_the_setting_to_change(said):
+    from lookcloser.agent.sandbox_start import start_problem
+
+    problem = start_problem("the sandbox did not start", said)
+    assert problem.startswith("the python tool's sandbox cannot make user namespaces on this machine (bwrap: ")
+    assert "\n" not in problem and ("sysctl" in problem or "seccomp" in problem) and "or run as root" in problem
