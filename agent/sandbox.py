@@ -70,7 +70,7 @@ class SandboxLimits:
     wall_s: float = 10.0
     cpu_s: int = 5
     memory_mb: int = 1024  # address space (RLIMIT_AS) of each process
-    call_memory_mb: int = 2048  # memory of the whole call, its processes and tmpfs together (a cgroup, where one can be made)
+    call_memory_mb: int = 2048  # the whole call's processes and tmpfs together (its cgroup, where one is made)
     processes: int = 8  # processes of the call alive at once, the first included (RLIMIT_NPROC)
     file_mb: int = 32  # largest file the code may write (RLIMIT_FSIZE)
     scratch_mb: int = 64  # size of /scratch and of /tmp (tmpfs)
@@ -83,8 +83,8 @@ class SandboxLimits:
     picture_pixels: int = 2048 * 2048
 
     def __post_init__(self) -> None:
-        for name in ("wall_s", "cpu_s", "memory_mb", "call_memory_mb", "processes", "file_mb", "scratch_mb", "output_mb",
-                     "text_chars", "max_images", "picture_pixels"):
+        for name in ("wall_s", "cpu_s", "memory_mb", "call_memory_mb", "processes", "file_mb", "scratch_mb",
+                     "output_mb", "text_chars", "max_images", "picture_pixels"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"sandbox limit {name} must be > 0, got {getattr(self, name)!r}")
 
@@ -262,7 +262,8 @@ def _command(call_dir: Path, nonce: str, limits: SandboxLimits, uid: int | None)
                   json.dumps(runner_limits)]
 
 
-def _run(cmd: list[str], nonce: str, limits: SandboxLimits, uid: int | None, cgroup: CallCgroup | None) -> SandboxResult:
+def _run(cmd: list[str], nonce: str, limits: SandboxLimits, uid: int | None,
+         cgroup: CallCgroup | None) -> SandboxResult:
     started = time.monotonic()
     info_read, info_write = os.pipe()  # bwrap writes {"child-pid": N} there: the PID namespace's init
     cmd = [cmd[0], "--info-fd", str(info_write), *cmd[1:]]
