@@ -74,10 +74,10 @@ def check_launch(training_args, environ: Mapping[str, str] = os.environ, cuda: b
             raise RecipeError(f"this launch starts {processes} processes on a machine without CUDA: add --use_cpu "
                               "true to the script's arguments (without it each process would train alone on all "
                               "the data, or DeepSpeed would stop at its batch-size check)")
-    if str(environ.get("ACCELERATE_USE_DEEPSPEED", "")).lower() == "true":
-        config = environ.get("ACCELERATE_DEEPSPEED_CONFIG_FILE") or training_args.deepspeed
-        check_deepspeed_batch(config, training_args.per_device_train_batch_size,
-                              training_args.gradient_accumulation_steps, processes)
+    launched = str(environ.get("ACCELERATE_USE_DEEPSPEED", "")).lower() == "true"
+    config = training_args.deepspeed or (environ.get("ACCELERATE_DEEPSPEED_CONFIG_FILE") if launched else None)
+    check_deepspeed_batch(config, training_args.per_device_train_batch_size,
+                          training_args.gradient_accumulation_steps, processes)
 
 
 def check_deepspeed_batch(config, micro: int, accumulation: int, processes: int) -> None:
