@@ -46,7 +46,13 @@ from pathlib import Path
 from PIL import Image
 
 from lookcloser.agent.sandbox_cgroup import CallCgroup, make_call_cgroup
-from lookcloser.agent.sandbox_start import call_uid, interpreter_paths, start_problem, uid_processes
+from lookcloser.agent.sandbox_start import (
+    call_uid,
+    interpreter_paths,
+    start_problem,
+    uid_processes,
+    uid_tasks,
+)
 
 RUNNER = Path(__file__).with_name("sandbox_runner.py")
 INSTALL_HINT = "apt-get install -y bubblewrap"
@@ -251,9 +257,9 @@ def _command(call_dir: Path, nonce: str, limits: SandboxLimits, uid: int | None)
                 "bwrap", "--unshare-user", "--disable-userns", "--unshare-pid", "--bind", "/", "/", "--dev", "/dev",
                 "--remount-ro", "/dev", "--chdir", "/scratch", "--die-with-parent", "--"]
     else:
-        # The kernel counts RLIMIT_NPROC over every process of the caller's uid (a user namespace does not
-        # change that): the user's processes now are added, so the code still gets its own share.
-        processes += len(uid_processes(os.getuid())) + 2
+        # The kernel counts RLIMIT_NPROC over every thread of the caller's uid (a user namespace does not
+        # change that): the user's threads now are added, so the code still gets its own share.
+        processes += uid_tasks(os.getuid()) + 2
         cmd += ["--disable-userns", "--"]
     runner_limits = {"cpu_s": limits.cpu_s, "memory_mb": limits.memory_mb, "file_mb": limits.file_mb,
                      "processes": processes, "max_images": limits.max_images,

@@ -98,6 +98,17 @@ def uid_processes(uid: int) -> list[int]:
     return found
 
 
+def uid_tasks(uid: int) -> int:
+    """Threads of every process of ``uid`` now: what the kernel's ``RLIMIT_NPROC`` counts for that uid."""
+    count = 0
+    for pid in uid_processes(uid):
+        try:
+            count += len(os.listdir(f"/proc/{pid}/task"))
+        except OSError:  # gone meanwhile
+            continue
+    return count
+
+
 def interpreter_paths() -> list[str]:
     """Folders the interpreter needs (the venv, the Python it was made from, and where numpy and Pillow
     live when a ``.pth`` file puts them elsewhere), outermost first."""
