@@ -403,11 +403,9 @@ def test_an_exit_status_the_code_picks_is_never_a_limit(env):
 def test_a_symlinked_input_is_never_followed(env, tmp_path):
     secret = tmp_path / "host-secret.bmp"
     Image.new("RGB", (5, 5), (1, 2, 3)).save(secret)
-    folder = tmp_path / "inputs"
-    write_inputs(folder, _pictures())
-    (folder / "image_3.bmp").symlink_to(secret)
-    result = run_python("import os\nprint(sorted(os.listdir('/inputs')), len(images))", folder, LIMITS)
-    assert result.ok and "['code.py', 'image_1.bmp', 'image_2.bmp'] 2" in result.text
+    (env._input_folder() / "image_3.bmp").symlink_to(secret)  # a link among the episode's input files
+    result = env.python("import os\nprint(sorted(os.listdir('/inputs')), len(images))")
+    assert "Output:\n['code.py', 'image_1.bmp', 'image_2.bmp'] 2" in _text(result)
     assert secret.read_bytes()[:2] == b"BM" and _sandbox_uid_processes() == []
 
 
@@ -421,8 +419,8 @@ def test_a_uid_in_use_is_never_drawn(env, monkeypatch):
         time.sleep(0.2)
         draws = iter([taken, free])
         monkeypatch.setattr(sandbox_start.random, "randrange", lambda *_: next(draws))  # the draw, made known
-        result = run_python("import os\nprint('uid', os.getuid())", Path(env._input_folder()), LIMITS)
-        assert result.ok and f"uid {free}" in result.text
+        result = env.python("import os\nprint('uid', os.getuid())")
+        assert f"Output:\nuid {free}" in _text(result)
         assert holder.poll() is None  # the other uid's process lived through the call's cleanup
     finally:
         holder.kill()
@@ -437,7 +435,9 @@ def test_a_failed_start_check_is_run_again(monkeypatch, tmp_path):
     assert "bubblewrap (bwrap), which is not installed" in sandbox_problem()
     monkeypatch.setenv("PATH", "/usr/local/bin:/usr/bin:/bin")
     assert sandbox_problem() is None and sandbox._sandbox_works  # checked again, and now it runs
-    assert "ran" in run_python("print('ran')", tmp_path, LIMITS).text
+    env = PythonImageToolEnv(sandbox_limits=LIMITS)  # the check an environment makes as it is built
+    env.reset(images=_pictures())
+    assert "Output:\nran" in _text(env.python("print('ran')")) and _sandbox_uid_processes() == []
 
 
 HOG = ("import subprocess, sys\nhog = 'a = bytearray({mb} * 1024 * 1024); a[::4096] = b\"x\" * (len(a) // 4096); "
