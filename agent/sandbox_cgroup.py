@@ -119,6 +119,15 @@ def _process_parents() -> dict[str, list[Path]]:
         return _parents
 
 
+def _remove_stale(folder: Path) -> None:
+    """Remove the folders a killed process of this project left next to ``folder`` (its pid is gone)."""
+    for stale in folder.parent.glob("lookcloser-sandboxes-*"):
+        pid = stale.name.rsplit("-", 1)[1]
+        if stale == folder or not pid.isdigit() or Path(f"/proc/{pid}").exists():
+            continue
+        CallCgroup([*(p for p in stale.iterdir() if p.is_dir()), stale], stale, 1).remove(wait_s=0)
+
+
 def _make_parents(name: str, total: int) -> dict[str, list[Path]]:
     own = _own_cgroups()
     made: list[Path] = []
@@ -130,6 +139,7 @@ def _make_parents(name: str, total: int) -> dict[str, list[Path]]:
             folder = base / name
             folder.mkdir(exist_ok=True)
             made.append(folder)
+            _remove_stale(folder)
             _write(folder, {"cgroup.subtree_control": "+memory +pids", "memory.max": total, "memory.swap.max": 0})
             return {"unified": [folder]}
         parents = {}
@@ -139,6 +149,7 @@ def _make_parents(name: str, total: int) -> dict[str, list[Path]]:
             folder = CGROUPS / kind / own[kind].lstrip("/") / name
             folder.mkdir(exist_ok=True)
             made.append(folder)
+            _remove_stale(folder)
             parents[kind] = [folder]
         _write(parents["memory"][0], {"memory.use_hierarchy": 1}, optional=True)
         _write(parents["memory"][0], {"memory.limit_in_bytes": total})
