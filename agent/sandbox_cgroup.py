@@ -86,7 +86,8 @@ def make_call_cgroup(name: str, memory_bytes: int, processes: int) -> CallCgroup
             folder = parents["unified"][0] / name
             folder.mkdir()
             made.append(folder)
-            _write(folder, {"memory.max": memory_bytes, "memory.swap.max": 0, "pids.max": processes})
+            _write(folder, {"memory.max": memory_bytes, "pids.max": processes})
+            _write(folder, {"memory.swap.max": 0}, optional=True)  # absent without swap accounting
             return CallCgroup(made, folder, 2)
         memory = parents["memory"][0] / name
         memory.mkdir()
@@ -140,7 +141,8 @@ def _make_parents(name: str, total: int) -> dict[str, list[Path]]:
             folder.mkdir(exist_ok=True)
             made.append(folder)
             _remove_stale(folder)
-            _write(folder, {"cgroup.subtree_control": "+memory +pids", "memory.max": total, "memory.swap.max": 0})
+            _write(folder, {"cgroup.subtree_control": "+memory +pids", "memory.max": total})
+            _write(folder, {"memory.swap.max": 0}, optional=True)
             return {"unified": [folder]}
         parents = {}
         for kind in ("memory", "pids"):
