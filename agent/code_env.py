@@ -96,6 +96,9 @@ class PythonTool:
         if result.images_left_out:
             blocks.append({"type": "text", "text": f"{result.images_left_out} more picture(s) left out: at most "
                                                    f"{self._limits.max_images} per call."})
+        if result.images_refused:
+            blocks.append({"type": "text", "text": f"{result.images_refused} picture(s) refused: not a PNG of at "
+                                                   f"most {self._limits.picture_pixels} pixels from show()."})
         return blocks
 
 

@@ -17,20 +17,24 @@ Each call is a fresh process tree in its own namespaces (``bwrap``, the well-kep
   file size, scratch space (tmpfs size), bytes read back, pictures returned;
 - environment: cleared; a few fixed variables only (no API keys, no proxy settings).
 
-``agent.sandbox_runner`` is the program run inside; its exit status says which limit stopped the code.
-Nothing here evaluates model output in this process.
+``agent.sandbox_runner`` is the program run inside; its report after the printed text says which limit
+stopped the code (an exit status the code picks itself is never read as a limit). What crosses back is text
+and PNG pictures the runner made, each at most ``picture_pixels``: the parent decodes PNG only, and checks
+the size before decoding (``_pictures``). Nothing here evaluates model output in this process.
 """
 
 from __future__ import annotations
 
 import base64
-import functools
+import contextlib
 import io
+import json
 import os
 import random
 import selectors
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -41,11 +45,20 @@ from pathlib import Path
 
 from PIL import Image
 
+from lookcloser.agent.sandbox_cgroup import CallCgroup, make_call_cgroup
+from lookcloser.agent.sandbox_start import (
+    call_uid,
+    interpreter_paths,
+    start_problem,
+    uid_processes,
+    uid_tasks,
+)
+
 RUNNER = Path(__file__).with_name("sandbox_runner.py")
 INSTALL_HINT = "apt-get install -y bubblewrap"
-# Exit statuses of sandbox_runner.py, and the limit each one names.
-RUNNER_LIMITS = {3: "memory", 4: "processes", 5: "file size", 6: "CPU time", 7: "scratch space"}
-_MAX_PICTURE_PIXELS = 64 * 1024 * 1024  # a returned picture is decoded only under this (then the env's budget)
+# Statuses of sandbox_runner.py's report that name a limit.
+RUNNER_LIMITS = ("memory", "processes", "file size", "CPU time", "scratch space")
+PICTURE_MODES = ("L", "RGB", "RGBA")  # what the runner writes; any other PNG did not come from it
 # Sandboxes running at once in this process; more calls wait for a slot, and their wall time starts when they
 # get one. 64 eval episodes calling at once on 2 cores would otherwise share the CPU 64 ways and time out together.
 PARALLEL = 2 * len(os.sched_getaffinity(0))
@@ -63,16 +76,21 @@ class SandboxLimits:
     wall_s: float = 10.0
     cpu_s: int = 5
     memory_mb: int = 1024  # address space (RLIMIT_AS) of each process
+    call_memory_mb: int = 2048  # the whole call's processes and tmpfs together (its cgroup, where one is made)
     processes: int = 8  # processes of the call alive at once, the first included (RLIMIT_NPROC)
     file_mb: int = 32  # largest file the code may write (RLIMIT_FSIZE)
     scratch_mb: int = 64  # size of /scratch and of /tmp (tmpfs)
     output_mb: int = 8  # bytes read back (printed text and pictures); past it the call is killed
     text_chars: int = 4000  # printed text returned to the model; the rest is cut, and the result says so
     max_images: int = 4  # pictures returned per call
+    # Pixels of a returned picture: larger ones are scaled under it inside the sandbox, before anything
+    # reaches the parent (4 times the model's default view of 1024 x 1024: crops of it keep detail, and
+    # four of them are 48 MiB of RGB on the host, never 4 x 64 megapixels).
+    picture_pixels: int = 2048 * 2048
 
     def __post_init__(self) -> None:
-        for name in ("wall_s", "cpu_s", "memory_mb", "processes", "file_mb", "scratch_mb", "output_mb",
-                     "text_chars", "max_images"):
+        for name in ("wall_s", "cpu_s", "memory_mb", "call_memory_mb", "processes", "file_mb", "scratch_mb",
+                     "output_mb", "text_chars", "max_images", "picture_pixels"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"sandbox limit {name} must be > 0, got {getattr(self, name)!r}")
 
@@ -83,6 +101,7 @@ class SandboxLimits:
         'wall time (10 s)'
         """
         values = {"wall time": f"{self.wall_s:g} s", "CPU time": f"{self.cpu_s} s", "memory": f"{self.memory_mb} MiB",
+                  "call memory": f"{self.call_memory_mb} MiB over the whole call",
                   "processes": f"{self.processes} processes", "file size": f"{self.file_mb} MiB per file",
                   "scratch space": f"{self.scratch_mb} MiB", "output": f"{self.output_mb} MiB"}
         return f"{limit} ({values[limit]})" if limit in values else limit
@@ -96,6 +115,7 @@ class SandboxResult:
     text: str = ""
     images: list[Image.Image] = field(default_factory=list)
     images_left_out: int = 0
+    images_refused: int = 0  # picture lines that were not the runner's PNG within the size: never decoded
     limit: str | None = None
     error: str | None = None
     seconds: float = 0.0
@@ -105,20 +125,26 @@ class SandboxResult:
         return self.limit is None and self.error is None
 
 
-@functools.cache
+_sandbox_works = False
+
+
 def sandbox_problem() -> str | None:
-    """Why the sandbox cannot run here (None: it can). Checked once per process with a real call, so that a
-    recipe or eval command asking for the tool fails when it is parsed, never at the first rollout."""
+    """Why the sandbox cannot run here (None: it can). Checked with a real call, so that a recipe or eval
+    command asking for the tool fails when it is parsed, never at the first rollout. A success holds for the
+    process's life; a failure is checked again next time (bubblewrap installed meanwhile, a setting changed)."""
+    global _sandbox_works
+    if _sandbox_works:
+        return None
     if shutil.which("bwrap") is None:
         return f"the python tool needs bubblewrap (bwrap), which is not installed; install it with: {INSTALL_HINT}"
     if os.geteuid() == 0 and shutil.which("setpriv") is None:
         return "the python tool run as root needs setpriv (util-linux) to drop to an unprivileged user"
     with tempfile.TemporaryDirectory(prefix="lookcloser-sandbox-check-") as folder:
         result = run_python("print(6 * 7)", Path(folder), SandboxLimits(wall_s=30))
-    if not result.ok or result.text.strip() != "42":
-        return (f"the python tool's sandbox (bubblewrap) does not start on this machine: "
-                f"{result.error or result.limit or ''} {result.text.strip()[:300]}".strip())
-    return None
+    if result.ok and result.text.strip() == "42":
+        _sandbox_works = True
+        return None
+    return start_problem(result.error or result.limit or "", result.text)
 
 
 def require_sandbox() -> None:
@@ -147,36 +173,47 @@ def run_python(code: str, inputs: Path, limits: SandboxLimits | None = None) -> 
         call_dir = Path(call)
         call_dir.chmod(0o755)
         for path in sorted(inputs.glob("image_*.bmp")):
-            _link_or_copy(path, call_dir / path.name)
+            _copy_regular(path, call_dir / path.name)
         (call_dir / "code.py").write_text(code, encoding="utf-8")
         (call_dir / "code.py").chmod(0o444)
-        nonce = f"--lookcloser-pictures-{random.getrandbits(64):016x}--"
-        with _slots:
-            result = _run(_command(call_dir, nonce, limits), nonce, limits)
+        nonce = f"--lookcloser-report-{random.getrandbits(64):016x}--"
+        with _slots, (call_uid() if os.geteuid() == 0 else contextlib.nullcontext()) as uid:
+            cgroup = make_call_cgroup(call_dir.name, limits.call_memory_mb * 1024 * 1024, limits.processes + 8)
+            try:
+                result = _run(_command(call_dir, nonce, limits, uid), nonce, limits, uid, cgroup)
+            finally:
+                if cgroup is not None:
+                    cgroup.remove()
     result.seconds = time.monotonic() - started
     return result
 
 
-def _link_or_copy(source: Path, target: Path) -> None:
+def _copy_regular(source: Path, target: Path) -> None:
+    """Copy an input as a new regular file, never through a symlink (a link to a host file is left out)."""
     try:
-        os.link(source, target)  # same inode, read-only file and mount: the code cannot change the original
-    except OSError:
-        shutil.copyfile(source, target)
-        target.chmod(0o444)
+        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:  # a symlink (ELOOP) or gone
+        return
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return
+        out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+        try:
+            sent = 0
+            while sent < info.st_size:
+                step = os.sendfile(out, fd, sent, info.st_size - sent)
+                if step == 0:
+                    break
+                sent += step
+        finally:
+            os.close(out)
+    finally:
+        os.close(fd)
 
 
-def _interpreter_paths() -> list[str]:
-    """Folders the interpreter needs (the venv and the Python it was made from), outermost first."""
-    paths = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, Path(os.path.realpath(sys.executable)).parents[1])}
-    paths.add(sys.prefix)  # the venv as its own path too: its bin/python is what runs
-    kept = sorted(p for p in paths if not p.startswith("/usr/") and p != "/usr")
-    return [p for p in kept if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in kept)]
-
-
-def _command(call_dir: Path, nonce: str, limits: SandboxLimits) -> list[str]:
-    import json
-
-    root = os.geteuid() == 0
+def _command(call_dir: Path, nonce: str, limits: SandboxLimits, uid: int | None) -> list[str]:
+    root = uid is not None
     cmd = ["bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
            "--die-with-parent", "--new-session", "--ro-bind", "/usr", "/usr"]
     if not root:
@@ -186,27 +223,32 @@ def _command(call_dir: Path, nonce: str, limits: SandboxLimits) -> list[str]:
             cmd += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             cmd += ["--ro-bind", top, top]
-    made = set()
-    for path in _interpreter_paths():
+    scratch = str(limits.scratch_mb * 1024 * 1024)
+    # The private /tmp first, the interpreter's folders after: a venv under /tmp is bound onto the tmpfs
+    # instead of hidden by it.
+    cmd += ["--perms", "1777", "--size", scratch, "--tmpfs", "/scratch",
+            "--perms", "1777", "--size", scratch, "--tmpfs", "/tmp"]
+    made = {"/tmp", "/scratch"}
+    for path in interpreter_paths():
         parents = [str(p) for p in reversed(Path(path).parents) if str(p) != "/"]
         for parent in parents:  # readable mount points for a non-root user (a home folder is often 0700)
             if parent not in made:
                 cmd += ["--perms", "0755", "--dir", parent]
                 made.add(parent)
         cmd += ["--ro-bind", path, path]
-    scratch = str(limits.scratch_mb * 1024 * 1024)
     cmd += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev", "--ro-bind", str(call_dir), "/inputs",
             "--ro-bind", str(RUNNER), "/sandbox_runner.py",
-            "--perms", "1777", "--size", scratch, "--tmpfs", "/scratch",
-            "--perms", "1777", "--size", scratch, "--tmpfs", "/tmp", "--chdir", "/scratch", "--clearenv"]
+            # The new root is a tmpfs no limit bounds: read-only once its mount points are made (an
+            # unprivileged caller's code owns it and could otherwise fill it).
+            "--remount-ro", "/", "--chdir", "/scratch", "--clearenv"]
     for name, value in (("PATH", "/usr/bin:/bin"), ("HOME", "/scratch"), ("LANG", "C.UTF-8"),
                         ("OMP_NUM_THREADS", "1"), ("OPENBLAS_NUM_THREADS", "1"), ("MPLCONFIGDIR", "/scratch")):
         cmd += ["--setenv", name, value]
     cmd += ["--cap-drop", "ALL"]
+    processes = limits.processes + 1  # + bwrap's init, same uid
     if root:  # setpriv needs these to drop to the unprivileged uid; it drops them all (and the bounding set)
-        uid = str(random.randrange(10_000_000, 2_000_000_000))  # unused: RLIMIT_NPROC counts this call only
         cmd += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP", "--",
-                "setpriv", "--reuid", uid, "--regid", uid, "--clear-groups", "--no-new-privs",
+                "setpriv", "--reuid", str(uid), "--regid", str(uid), "--clear-groups", "--no-new-privs",
                 "--inh-caps=-all", "--bounding-set=-all",
                 # A second, unprivileged bwrap over the same view, to forbid new user namespaces: in one, the
                 # code could mount a tmpfs that no limit here bounds (--disable-userns needs a user namespace,
@@ -215,28 +257,38 @@ def _command(call_dir: Path, nonce: str, limits: SandboxLimits) -> list[str]:
                 "bwrap", "--unshare-user", "--disable-userns", "--unshare-pid", "--bind", "/", "/", "--dev", "/dev",
                 "--remount-ro", "/dev", "--chdir", "/scratch", "--die-with-parent", "--"]
     else:
+        # The kernel counts RLIMIT_NPROC over every thread of the caller's uid (a user namespace does not
+        # change that): the user's threads now are added, so the code still gets its own share.
+        processes += uid_tasks(os.getuid()) + 2
         cmd += ["--disable-userns", "--"]
     runner_limits = {"cpu_s": limits.cpu_s, "memory_mb": limits.memory_mb, "file_mb": limits.file_mb,
-                     "processes": limits.processes + 1, "max_images": limits.max_images}  # + bwrap's init, same uid
+                     "processes": processes, "max_images": limits.max_images,
+                     "picture_pixels": limits.picture_pixels}
     return cmd + [os.path.join(sys.prefix, "bin", "python"), "-I", "-B", "/sandbox_runner.py", nonce,
                   json.dumps(runner_limits)]
 
 
-def _run(cmd: list[str], nonce: str, limits: SandboxLimits) -> SandboxResult:
+def _run(cmd: list[str], nonce: str, limits: SandboxLimits, uid: int | None,
+         cgroup: CallCgroup | None) -> SandboxResult:
     started = time.monotonic()
     info_read, info_write = os.pipe()  # bwrap writes {"child-pid": N} there: the PID namespace's init
+    cmd = [cmd[0], "--info-fd", str(info_write), *cmd[1:]]
     try:
-        proc = subprocess.Popen([cmd[0], "--info-fd", str(info_write), *cmd[1:]], stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(cgroup.wrap(cmd) if cgroup else cmd, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
                                 env={"PATH": "/usr/bin:/bin"}, close_fds=True, pass_fds=(info_write,))
     finally:
         os.close(info_write)
     try:
-        return _watch(proc, nonce, limits, started, info_read)
+        result = _watch(proc, nonce, limits, started, info_read)
     finally:
         os.close(info_read)
-        if "--reuid" in cmd:
-            _end_leftovers(int(cmd[cmd.index("--reuid") + 1]))
+        if uid is not None:
+            _end_leftovers(uid)
+    if cgroup is not None and cgroup.oom_kills() and result.limit is None:
+        # the kernel's count: a process of the call was killed for the call's (or all calls') memory
+        result.limit, result.error, result.images = "call memory", None, []
+    return result
 
 
 def _end_leftovers(uid: int) -> None:
@@ -247,13 +299,7 @@ def _end_leftovers(uid: int) -> None:
     parents do)."""
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
-        left = []
-        for name in os.listdir("/proc"):
-            try:
-                if name.isdigit() and os.stat(f"/proc/{name}").st_uid == uid:
-                    left.append(int(name))
-            except OSError:  # gone meanwhile
-                continue
+        left = uid_processes(uid)
         if not left:
             return
         for pid in left:
@@ -295,27 +341,59 @@ def _watch(proc: subprocess.Popen, nonce: str, limits: SandboxLimits, started: f
     proc.stdout.close()
     out = b"".join(chunks)[:cap]
     result = SandboxResult(seconds=time.monotonic() - started)
-    marker = b"\n" + nonce.encode() + b"\n"
-    text, _, pictures = out.rpartition(marker) if status == 0 and not stopped and marker in out else (out, b"", b"")
+    marker = b"\n" + nonce.encode() + b" "
+    report, pictures = None, b""
+    if marker in out and not stopped:
+        text, _, rest = out.rpartition(marker)
+        head, _, pictures = rest.partition(b"\n")
+        report = _read_report(head)
+    else:
+        text = out
     result.text = text.decode("utf-8", errors="replace")
+    _set_outcome(result, stopped, status, report, limits)
+    if result.ok and report is not None:
+        result.images, result.images_refused = _pictures(pictures, limits)
+        result.images_left_out = report["left_out"]
+    return result
+
+
+def _read_report(head: bytes) -> dict:
+    """The runner's report line; anything else (the code wrote it) is reported as unreadable."""
+    try:
+        report = json.loads(head.decode())
+        if report["status"] in ("ok", "exception", "show", *RUNNER_LIMITS) and isinstance(report["left_out"], int):
+            return {"status": report["status"], "left_out": max(0, report["left_out"])}
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        pass
+    return {"status": "unreadable", "left_out": 0}
+
+
+def _set_outcome(result: SandboxResult, stopped: str | None, status: int, report: dict | None,
+                 limits: SandboxLimits) -> None:
+    """``limit`` or ``error`` from what stopped the call: a limit the parent saw, the runner's report, or
+    (no report: the code ended its own process) the exit status, which never names a limit."""
     if stopped:
         result.limit = stopped
-    elif status in RUNNER_LIMITS:
-        result.limit = RUNNER_LIMITS[status]
+    elif report is not None:
+        kind = report["status"]
+        if kind in RUNNER_LIMITS:
+            result.limit = kind
+        elif kind == "exception":
+            result.error = "the code raised an exception"
+        elif kind == "show":  # the runner's last printed line names what show() was given
+            before, _, line = result.text.rstrip("\n").rpartition("\n")
+            result.error, result.text = line, before + "\n" if before else ""
+        elif kind == "unreadable":
+            result.error = "the sandbox's report was unreadable"
     elif status == 128 + signal.SIGXCPU or (status == 128 + signal.SIGKILL and result.seconds >= limits.cpu_s):
         result.limit = "CPU time"  # SIGKILL: the hard stop one second after the soft limit's SIGXCPU
     elif status == 1 and result.text.startswith("bwrap:"):
         result.error = f"the sandbox did not start: {result.text.strip()[:300]}"
-    elif status == 1:
-        result.error = "the code raised an exception"
     elif status > 128:
         result.error = f"the code's process was killed by signal {signal.Signals(status - 128).name}" \
             if status - 128 in signal.Signals._value2member_map_ else f"the code's process ended with status {status}"
     elif status != 0:
         result.error = f"the code exited with status {status}"
-    if result.ok:
-        result.images, result.images_left_out = _pictures(pictures, limits.max_images)
-    return result
 
 
 def _kill(proc: subprocess.Popen, info_fd: int) -> None:
@@ -362,16 +440,22 @@ def _reap(proc: subprocess.Popen, deadline: float | None) -> int | None:
     return 128 - code if code < 0 else code
 
 
-def _pictures(data: bytes, max_images: int) -> tuple[list[Image.Image], int]:
-    pictures = []
-    lines = [line for line in data.split(b"\n") if line.strip()]
-    for line in lines[:max_images]:
+def _pictures(data: bytes, limits: SandboxLimits) -> tuple[list[Image.Image], int]:
+    """Decode the report's picture lines: PNG only, in a mode the runner writes, at most ``picture_pixels``
+    (checked on the header, before any pixel is decoded), at most ``max_images``. Anything else did not
+    come from the runner (the code wrote it into the channel): counted as refused, never decoded."""
+    pictures, refused = [], 0
+    for line in [line for line in data.split(b"\n") if line.strip()]:
+        if len(pictures) >= limits.max_images:
+            refused += 1
+            continue
         try:
-            with Image.open(io.BytesIO(base64.b64decode(line, validate=True))) as img:
-                if img.width * img.height > _MAX_PICTURE_PIXELS:
+            with Image.open(io.BytesIO(base64.b64decode(line, validate=True)), formats=["PNG"]) as img:
+                if img.mode not in PICTURE_MODES or img.width * img.height > limits.picture_pixels:
+                    refused += 1
                     continue
                 img.load()
-                pictures.append(img.copy())
-        except Exception:  # noqa: BLE001, S112 - written by the code's own process: a broken picture is left out
-            continue
-    return pictures, max(0, len(lines) - max_images)
+                pictures.append(img)
+        except Exception:  # noqa: BLE001 - bytes the code's process may have written: a bad one is refused
+            refused += 1
+    return pictures, refused

@@ -1,7 +1,7 @@
 """The python tool's sandbox, printed as JSON.
 
 1. One call (start, two 1024x1024 images in, printed result out) in the sandbox (``agent.sandbox.run_python``:
-   bubblewrap, limits, a fresh interpreter) against a plain subprocess of the same interpreter running the same
+   bubblewrap, limits, the call's cgroup where one can be made, a fresh interpreter) against a plain subprocess of the same interpreter running the same
    code on the same image files, interleaved rounds, medians and the median of each round's difference (the
    overhead; target <= 150 ms). Also the first call of an episode through ``PythonImageToolEnv`` (its images
    written to files first).
@@ -35,6 +35,7 @@ from PIL import Image
 
 from lookcloser.agent.code_env import PythonImageToolEnv
 from lookcloser.agent.sandbox import PARALLEL, SandboxLimits, require_sandbox, run_python, write_inputs
+from lookcloser.agent.sandbox_cgroup import cgroups_made
 
 CODE = ("import numpy as np\na = np.asarray(image_1, dtype=np.int16)\nb = np.asarray(image_2, dtype=np.int16)\n"
         "print('mean abs difference', float(np.abs(a - b).mean()))")
@@ -131,7 +132,8 @@ def main() -> None:
         mem = memory(folder)
     print(json.dumps({
         "machine": {"cpus": len(os.sched_getaffinity(0)), "python": platform.python_version(),
-                    "load_avg_1min": round(os.getloadavg()[0], 2)},
+                    "load_avg_1min": round(os.getloadavg()[0], 2), "root": os.geteuid() == 0,
+                    "call_cgroups": cgroups_made()},
         "call_two_1024px_images": {
             "rounds": args.rounds, "plain_subprocess_median_s": round(statistics.median(plain), 4),
             "sandbox_call_median_s": round(statistics.median(sandbox), 4),

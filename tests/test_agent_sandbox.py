@@ -11,12 +11,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import resource
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import threading
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -24,6 +27,7 @@ from PIL import Image
 
 from lookcloser.agent.code_env import PythonImageToolEnv
 from lookcloser.agent.sandbox import SandboxLimits, run_python, sandbox_problem, write_inputs
+from lookcloser.agent.sandbox_cgroup import cgroups_made
 from lookcloser.agent.toolkit import call_failed
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
@@ -285,3 +289,192 @@ def test_state_is_per_call_and_episodes_share_nothing(env):
     env.reset(images=[Image.new("RGB", (8, 8))])
     assert not folder.exists()  # the last episode's image files are gone
     assert "(8, 8) 1" in _text(env.python("print(image_1.size, len(images))"))
+
+
+# What crosses back: pictures (issue 49). BIG: room for the code to make large pictures within the limits.
+BIG = SandboxLimits(wall_s=15, cpu_s=8, memory_mb=1024, processes=8, file_mb=8, scratch_mb=32, output_mb=8,
+                    text_chars=2000, max_images=4)
+FORGE = ("import sys, os, io, base64, json\nfrom PIL import Image\n"
+         "def forge(*pictures):  # the runner's report written by the code itself, pictures of its choosing\n"
+         "    head = ('\\n' + sys.argv[1] + ' ' + json.dumps({'status': 'ok', 'left_out': 0}) + '\\n').encode()\n"
+         "    os.write(1, head + b''.join(base64.b64encode(p) + b'\\n' for p in pictures))\n"
+         "    os._exit(0)\n")
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _png_header_claiming(width: int, height: int) -> bytes:
+    """A PNG whose header claims width x height grey pixels, with one small IDAT of zeros (a bomb: decoding
+    it would take width * height bytes)."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    rows = zlib.compress(b"\0" * (width + 1) * 64, 9)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0))
+            + chunk(b"IDAT", rows) + chunk(b"IEND", b""))
+
+
+def test_every_array_kind_is_shown_the_documented_way(env):
+    def grey(code):
+        result = env.python("import numpy as np\n" + code)
+        assert not call_failed(result), result
+        return [b["image"].convert("L") for b in result if b["type"] == "image"]
+
+    first, other = grey("show(np.linspace(0, 1, 4096, dtype='float32').reshape(64, 64))  # [0, 1]: x 255\n"
+                        "show(np.array([[-2.0, 0.0, 6.0]]))  # another float range: stretched")
+    assert first.size == (64, 64) and first.getpixel((0, 0)) == 0 and first.getpixel((63, 63)) == 255
+    assert [other.getpixel((x, 0)) for x in range(3)] == [0, 64, 255]
+    wide, flags = grey("show(np.array([[0, 1000, 65535]], dtype=np.uint16))\nshow(np.array([[True, False]]))")
+    assert [wide.getpixel((x, 0)) for x in range(3)] == [0, 4, 255] and [flags.getpixel((x, 0)) for x in (0, 1)] == [255, 0]
+    one, rgba = grey("show(np.full((4, 4, 1), 7, np.int16))\nshow(np.full((4, 4, 4), 0.5))")
+    assert one.getpixel((0, 0)) == 7 and rgba.size == (4, 4)
+    assert _sandbox_uid_processes() == []
+
+
+def test_an_array_that_is_no_picture_is_one_error_line(env):
+    for code, said in (("import numpy as np\nshow(np.zeros((3, 64, 64)))", "dtype float64 and shape (3, 64, 64)"),
+                       ("import numpy as np\nx = 1\nshow(np.full((4, 4), np.nan))", "NaN or infinite values (line 3)"),
+                       ("show({'a': 1})", "dtype object and shape ()"),
+                       ("import numpy as np\nshow(np.zeros((0, 5), np.uint8))", "dtype uint8 and shape (0, 5)")):
+        result = env.python(code)
+        assert call_failed(result) and result.startswith("Error: show() cannot show an array of ") and said in result
+        assert len(result.strip().splitlines()) == 1 and "sandbox_runner" not in result and "Traceback" not in result
+    assert _sandbox_uid_processes() == []
+
+
+def test_non_png_bytes_in_the_picture_channel_are_refused_undecoded(env):
+    code = FORGE + ("b = io.BytesIO(); Image.new('RGB', (8, 8)).save(b, 'BMP')\n"
+                    "t = io.BytesIO(); Image.new('RGB', (8, 8)).save(t, 'TIFF')\n"
+                    "p = io.BytesIO(); Image.new('P', (8, 8)).save(p, 'PNG')  # a PNG, but not a mode the runner writes\n"
+                    "forge(b.getvalue(), t.getvalue(), b'\\x89PNG garbage', p.getvalue())")
+    result = env.python(code)
+    assert not call_failed(result) and [b for b in result if b["type"] == "image"] == []
+    assert "4 picture(s) refused: not a PNG of at most 4194304 pixels from show()." in _text(result)
+    assert "still here" in _text(env.python("print('still here')")) and _sandbox_uid_processes() == []
+
+
+def test_a_forged_png_bomb_in_the_channel_is_refused_before_decoding(env):
+    before = _peak_rss_mb()
+    bomb = _png_header_claiming(60_000, 60_000)  # 3.6 GB of pixels if decoded
+    code = FORGE + f"forge({bomb!r})"
+    result = env.python(code)
+    assert not call_failed(result) and "1 picture(s) refused" in _text(result)
+    assert [b for b in result if b["type"] == "image"] == []
+    assert _peak_rss_mb() - before < 200  # the parent never decoded it
+    assert _sandbox_uid_processes() == []
+
+
+def test_a_decompression_bomb_saved_by_the_code_is_left_out_in_the_sandbox(env):
+    bomb = _png_header_claiming(20_000, 20_000)  # 400 MB of grey pixels from a file of a few kB
+    result = env.python(f"open('bomb.png', 'wb').write({bomb!r})\nprint('saved')")
+    text = _text(result)
+    assert not call_failed(result) and "saved" in text
+    assert "(saved picture bomb.png is 20000 x 20000: over the 67108864 pixels read back, left out)" in text
+    assert [b for b in result if b["type"] == "image"] == [] and _sandbox_uid_processes() == []
+
+
+def test_four_8000_by_8000_pictures_come_back_capped(tmp_path):
+    env = PythonImageToolEnv(sandbox_limits=BIG)
+    env.reset(images=_pictures())
+    before = _peak_rss_mb()
+    code = ("from PIL import Image\nfor n in range(4):\n"
+            "    show(Image.new('RGB', (8000, 8000), (60 * n, 0, 0)))\nprint('four shown')")
+    result = env.python(code)
+    assert not call_failed(result) and "four shown" in _text(result), result
+    assert "span 2048x2048 px, shown at 1024x1024" in _text(result)
+    assert [b["image"].size for b in result if b["type"] == "image"] == [(1024, 1024)] * 4
+    assert _peak_rss_mb() - before < 400  # never 4 x 192 MB of full-size copies in the parent
+    after = env.python("print([im.size for im in images[2:]])")  # later calls see the capped size
+    assert "[(2048, 2048), (2048, 2048), (2048, 2048), (2048, 2048)]" in _text(after)
+    on_disk = sum(path.stat().st_size for path in env._inputs.iterdir())
+    assert on_disk < 4 * 2048 * 2048 * 3 + 2 * 64 * 48 * 3 + 4096  # host disk: the capped copies only
+    assert _sandbox_uid_processes() == []
+
+
+def test_an_exit_status_the_code_picks_is_never_a_limit(env):
+    for status in (3, 4, 5, 6, 7):
+        result = env.python(f"import os\nprint('before', flush=True)\nos._exit({status})")
+        assert result.startswith(f"Error: the code exited with status {status}") and "limit" not in result
+        assert "before" in result
+    assert _sandbox_uid_processes() == []
+
+
+def test_a_symlinked_input_is_never_followed(env, tmp_path):
+    secret = tmp_path / "host-secret.bmp"
+    Image.new("RGB", (5, 5), (1, 2, 3)).save(secret)
+    (env._input_folder() / "image_3.bmp").symlink_to(secret)  # a link among the episode's input files
+    result = env.python("import os\nprint(sorted(os.listdir('/inputs')), len(images))")
+    assert "Output:\n['code.py', 'image_1.bmp', 'image_2.bmp'] 2" in _text(result)
+    assert secret.read_bytes()[:2] == b"BM" and _sandbox_uid_processes() == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a root caller's path: run unprivileged, the call keeps the caller's uid")
+def test_a_uid_in_use_is_never_drawn(env, monkeypatch):
+    from lookcloser.agent import sandbox_start
+
+    taken, free = 1_234_567_891, 1_234_567_893
+    holder = subprocess.Popen(["setpriv", "--reuid", str(taken), "--regid", str(taken), "--clear-groups", "sleep", "30"])
+    try:
+        time.sleep(0.2)
+        draws = iter([taken, free])
+        monkeypatch.setattr(sandbox_start.random, "randrange", lambda *_: next(draws))  # the draw, made known
+        result = env.python("import os\nprint('uid', os.getuid())")
+        assert f"Output:\nuid {free}" in _text(result)
+        assert holder.poll() is None  # the other uid's process lived through the call's cleanup
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_failed_start_check_is_run_again(monkeypatch, tmp_path):
+    from lookcloser.agent import sandbox
+
+    monkeypatch.setattr(sandbox, "_sandbox_works", False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on it
+    assert "bubblewrap (bwrap), which is not installed" in sandbox_problem()
+    monkeypatch.setenv("PATH", "/usr/local/bin:/usr/bin:/bin")
+    assert sandbox_problem() is None and sandbox._sandbox_works  # checked again, and now it runs
+    env = PythonImageToolEnv(sandbox_limits=LIMITS)  # the check an environment makes as it is built
+    env.reset(images=_pictures())
+    assert "Output:\nran" in _text(env.python("print('ran')")) and _sandbox_uid_processes() == []
+
+
+HOG = ("import subprocess, sys\nhog = 'a = bytearray({mb} * 1024 * 1024); a[::4096] = b\"x\" * (len(a) // 4096); "
+       "import time; time.sleep(2)'\nprocs = [subprocess.Popen([sys.executable, '-c', hog]) for _ in range({n})]\n"
+       "print('exits', [p.wait() for p in procs])")
+
+
+@pytest.mark.skipif(not cgroups_made(), reason="no cgroup can be made here (an unprivileged user without a "
+                                                "delegated cgroup v2 subtree): the per-process limits stand alone")
+def test_memory_is_bounded_over_the_whole_call_not_per_process(tmp_path):
+    # Four processes of 300 MB each, every one under its 512 MiB address-space limit: 1.2 GB together.
+    limits = SandboxLimits(wall_s=20, cpu_s=8, memory_mb=512, call_memory_mb=600, processes=8)
+    env = PythonImageToolEnv(sandbox_limits=limits)
+    env.reset(images=_pictures())
+    result = env.python(HOG.format(mb=300, n=4))
+    assert result.startswith("Error: the code was stopped at its call memory (600 MiB over the whole call) limit")
+    roomy = env.python(HOG.format(mb=100, n=4))  # 400 MB together: under the bound, untouched
+    assert not call_failed(roomy) and "exits [0, 0, 0, 0]" in _text(roomy)
+    assert _sandbox_uid_processes() == []
+
+
+@pytest.mark.slow  # about 10 s: a fresh interpreter whose calls share a small total
+@pytest.mark.skipif(not cgroups_made(), reason="no cgroup can be made here")
+def test_concurrent_calls_of_one_process_share_one_memory_total(tmp_path):
+    # The total is a quarter of the machine's memory; TOTAL_SHARE set so that it is ~700 MB for this process.
+    script = ("import os, sys, threading\nfrom pathlib import Path\nfrom lookcloser.agent import sandbox_cgroup\n"
+              "sandbox_cgroup.TOTAL_SHARE = os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE') // (700 << 20)\n"
+              "from lookcloser.agent.sandbox import SandboxLimits, run_python\n"
+              "limits = SandboxLimits(wall_s=30, cpu_s=10, memory_mb=1024, call_memory_mb=1024)\n"
+              f"code = {HOG.format(mb=300, n=1)!r}\nresults = [None] * 3\n"
+              "def call(i):\n    results[i] = run_python(code, Path(sys.argv[1]), limits)\n"
+              "threads = [threading.Thread(target=call, args=(i,)) for i in range(3)]\n"
+              "[t.start() for t in threads]\n[t.join() for t in threads]\n"
+              "print(sorted(str(r.limit) for r in results), sandbox_cgroup.total_memory_bytes() >> 20)")
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=False, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr
+    limits_seen, total_mb = done.stdout.rsplit("]", 1)[0] + "]", int(done.stdout.rsplit("]", 1)[1])
+    assert 650 <= total_mb <= 750 and "'call memory'" in limits_seen  # 3 x 300 MB at once pass the total
+    assert limits_seen.count("'None'") >= 1  # the others ran

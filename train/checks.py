@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from lookcloser.agent.families import check_supported
@@ -52,6 +53,64 @@ def check_training(training_args, model_args, planned: Iterable[str | Path] = ()
     if model_args.use_peft:
         check_range("lora_r", model_args.lora_r, 1)
         check_range("lora_dropout", model_args.lora_dropout, 0, 1)
+    check_launch(args)
+
+
+def check_launch(training_args, environ: Mapping[str, str] = os.environ, cuda: bool | None = None) -> None:
+    """What the launcher started (``accelerate launch`` sets ``WORLD_SIZE``), checked before any work.
+
+    Several processes on a machine without CUDA need ``--use_cpu true``: without it each rank takes itself
+    for the only one and trains alone on all the data (plain configs), or DeepSpeed stops with a 20-line
+    assertion (ZeRO configs). The flag is asked for, not set here: the run's recorded settings
+    (``lookcloser_run.json``) stay what the command says, and the training config's fields derived from it
+    (device, backend) are made once, as the config is. A DeepSpeed config's fixed batch sizes must match
+    the run's (DeepSpeed asserts ``train_batch_size == micro batch x accumulation x processes``).
+    """
+    processes = int(environ.get("WORLD_SIZE") or 1)
+    if processes > 1 and not training_args.use_cpu:
+        if cuda is None:
+            import torch
+
+            cuda = torch.cuda.is_available()
+        if not cuda:
+            raise RecipeError(f"this launch starts {processes} processes on a machine without CUDA: add --use_cpu "
+                              "true to the script's arguments (without it each process would train alone on all "
+                              "the data, or DeepSpeed would stop at its batch-size check)")
+    launched = str(environ.get("ACCELERATE_USE_DEEPSPEED", "")).lower() == "true"
+    config = training_args.deepspeed or (environ.get("ACCELERATE_DEEPSPEED_CONFIG_FILE") if launched else None)
+    check_deepspeed_batch(config, training_args.per_device_train_batch_size,
+                          training_args.gradient_accumulation_steps, processes)
+
+
+def check_deepspeed_batch(config, micro: int, accumulation: int, processes: int) -> None:
+    """A DeepSpeed config's fixed (not ``auto``) batch sizes against the run's.
+
+    >>> check_deepspeed_batch({"train_batch_size": 16, "gradient_accumulation_steps": "auto"}, 8, 1, 2)
+    >>> check_deepspeed_batch({"train_batch_size": 8}, 8, 1, 2)
+    Traceback (most recent call last):
+    ...
+    lookcloser.errors.RecipeError: deepspeed config: train_batch_size is 8, but per_device_train_batch_size 8 x gradient_accumulation_steps 1 x 2 processes is 16; set it to "auto" or to 16
+    """
+    if not config:
+        return
+    where = "deepspeed config"
+    if not isinstance(config, Mapping):
+        where = f"deepspeed config {config}"
+        try:
+            config = json.loads(Path(config).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise RecipeError(f"{where}: cannot be read as JSON ({err})") from err
+        if not isinstance(config, Mapping):
+            raise RecipeError(f"{where}: not a JSON mapping")
+    total = micro * accumulation * processes
+    product = f"per_device_train_batch_size {micro} x gradient_accumulation_steps {accumulation} x {processes} processes"
+    expected = {"train_micro_batch_size_per_gpu": (micro, f"per_device_train_batch_size is {micro}"),
+                "gradient_accumulation_steps": (accumulation, f"gradient_accumulation_steps is {accumulation}"),
+                "train_batch_size": (total, f"{product} is {total}")}
+    for key, (value, why) in expected.items():
+        given = config.get(key, "auto")
+        if given != "auto" and given != value:
+            raise RecipeError(f"{where}: {key} is {given}, but {why}; set it to \"auto\" or to {value}")
 
 
 def check_sft(script_args, training_args, model_args, planned: Iterable[str | Path] = ()) -> None:
