@@ -19,8 +19,6 @@ from transformers import (
     Qwen3VLForConditionalGeneration,
 )
 
-from lookcloser.agent.families.tiny import bpe_tokenizer, save_tiny, trl_chat_template
-
 SPECIAL_TOKENS = [
     "<|endoftext|>",
     "<|im_start|>",
@@ -45,6 +43,10 @@ MIN_PIXELS = MAX_PIXELS = 128 * 128
 
 
 def build_tokenizer() -> PreTrainedTokenizerFast:
+    # Imported here, not on top (so in build_tiny_qwen3_vl): the families package's registry imports this module
+    # (for VERSION), so this one must import without it.
+    from lookcloser.agent.families.tiny import bpe_tokenizer, trl_chat_template
+
     # TRL ships the exact Qwen3-VL template; TRL recognises it by identity for tool calling
     # and swaps in its generation-tagged training version for assistant-only loss.
     return bpe_tokenizer(SPECIAL_TOKENS, ADDED_TOKENS, trl_chat_template("qwen3_vl"), eos_token="<|im_end|>",
@@ -110,6 +112,7 @@ def build_tiny_qwen3_vl(out_dir: str | Path, seed: int = 0, size: str = "tiny", 
     >>> sorted(p.name for p in d.iterdir())[:3]
     ['chat_template.jinja', 'config.json', 'generation_config.json']
     """
+    from lookcloser.agent.families.tiny import save_tiny
     from lookcloser.agent.processor import LookcloserQwen3VLProcessor
 
     tokenizer = build_tokenizer()
