@@ -19,7 +19,7 @@ from transformers import (
 )
 
 from lookcloser.agent.families.base import ModelFamily
-from lookcloser.agent.families.tiny import bpe_tokenizer, save_tiny
+from lookcloser.agent.families.tiny import bpe_tokenizer, save_tiny, text_config
 from lookcloser.agent.families.tool_calls import chatml_response_template
 from lookcloser.agent.processor import ImagesOnlyProcessor
 
@@ -73,11 +73,8 @@ def build_config(tokenizer, size: str = "tiny") -> InternVLConfig:
     ids = tokenizer.convert_tokens_to_ids
     text_hidden, text_layers, vision_hidden, vision_layers = SIZES[size]
     return InternVLConfig(
-        text_config={"model_type": "qwen2", "vocab_size": len(tokenizer), "hidden_size": text_hidden,
-                     "intermediate_size": 2 * text_hidden, "num_hidden_layers": text_layers,
-                     "num_attention_heads": text_hidden // 16, "num_key_value_heads": 2, "head_dim": 16,
-                     "max_position_embeddings": 4096, "tie_word_embeddings": False, "bos_token_id": None,
-                     "eos_token_id": ids("<|im_end|>"), "pad_token_id": ids("<|endoftext|>")},
+        text_config=text_config(tokenizer, text_hidden, text_layers, eos="<|im_end|>", pad="<|endoftext|>",
+                                model_type="qwen2", head_dim=16, tie_word_embeddings=False),
         vision_config={"hidden_size": vision_hidden, "num_hidden_layers": vision_layers,
                        "num_attention_heads": vision_hidden // 16, "intermediate_size": 2 * vision_hidden,
                        "image_size": [TILE, TILE], "patch_size": [PATCH, PATCH]},
