@@ -128,16 +128,25 @@ def stored_video_processor_config(name_or_path, **kwargs) -> dict | None:
 
 
 def _as_tensor(value):
-    """A PIL image processor's output as one tensor: an array, or a list of same-shape arrays (one per image).
+    """A PIL image processor's output as one tensor: an array, a list of same-shape arrays (one per image), or a
+    list of whole numbers or of equal-length tuples of them (LLaVA-OneVision's ``batch_num_images``, ``image_sizes``).
 
     >>> _as_tensor([np.zeros((3, 2, 2)), np.ones((3, 2, 2))]).shape
     torch.Size([2, 3, 2, 2])
+    >>> _as_tensor([(128, 96), (48, 64)]).tolist(), _as_tensor([2]).dtype
+    ([[128, 96], [48, 64]], torch.int64)
     """
     if isinstance(value, np.ndarray):
         return torch.from_numpy(value)
     if isinstance(value, (list, tuple)) and value and all(isinstance(v, np.ndarray) for v in value):
         return torch.from_numpy(np.stack(value))
+    if isinstance(value, (list, tuple)) and value and all(_whole_numbers(v) for v in value):
+        return torch.tensor(value, dtype=torch.int64)
     return value
+
+
+def _whole_numbers(value) -> bool:
+    return isinstance(value, int) or (isinstance(value, (list, tuple)) and all(isinstance(v, int) for v in value))
 
 
 def _drop_empty_images(images):

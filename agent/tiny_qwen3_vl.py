@@ -19,8 +19,6 @@ from transformers import (
     Qwen3VLForConditionalGeneration,
 )
 
-from lookcloser.agent.families.tiny import bpe_tokenizer, save_tiny, trl_chat_template
-
 SPECIAL_TOKENS = [
     "<|endoftext|>",
     "<|im_start|>",
@@ -45,6 +43,10 @@ MIN_PIXELS = MAX_PIXELS = 128 * 128
 
 
 def build_tokenizer() -> PreTrainedTokenizerFast:
+    # Imported here, not on top (so in build_tiny_qwen3_vl): the families package's registry imports this module
+    # (for VERSION), so this one must import without it.
+    from lookcloser.agent.families.tiny import bpe_tokenizer, trl_chat_template
+
     # TRL ships the exact Qwen3-VL template; TRL recognises it by identity for tool calling
     # and swaps in its generation-tagged training version for assistant-only loss.
     return bpe_tokenizer(SPECIAL_TOKENS, ADDED_TOKENS, trl_chat_template("qwen3_vl"), eos_token="<|im_end|>",
@@ -52,25 +54,16 @@ def build_tokenizer() -> PreTrainedTokenizerFast:
 
 
 def build_config(tokenizer: PreTrainedTokenizerFast, size: str = "tiny") -> Qwen3VLConfig:
+    from lookcloser.agent.families.tiny import text_config  # not on top: see build_tokenizer
+
     ids = tokenizer.convert_tokens_to_ids
     text_hidden, text_layers, vision_hidden, vision_depth = SIZES[size]
     return Qwen3VLConfig(
-        text_config={
-            "vocab_size": len(tokenizer),
-            "hidden_size": text_hidden,
-            "intermediate_size": 2 * text_hidden,
-            "num_hidden_layers": text_layers,
-            "num_attention_heads": text_hidden // 16,
-            "num_key_value_heads": 2,
-            "head_dim": 16,
-            "max_position_embeddings": 4096,
-            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [4, 2, 2],
-                                "mrope_interleaved": True},
-            "tie_word_embeddings": False,
-            "bos_token_id": None,
-            "eos_token_id": ids("<|im_end|>"),
-            "pad_token_id": ids("<|endoftext|>"),
-        },
+        text_config=text_config(
+            tokenizer, text_hidden, text_layers, eos="<|im_end|>", pad="<|endoftext|>", head_dim=16,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [4, 2, 2],
+                             "mrope_interleaved": True},
+            tie_word_embeddings=False),
         vision_config={
             "depth": vision_depth,
             "hidden_size": vision_hidden,
@@ -110,6 +103,7 @@ def build_tiny_qwen3_vl(out_dir: str | Path, seed: int = 0, size: str = "tiny", 
     >>> sorted(p.name for p in d.iterdir())[:3]
     ['chat_template.jinja', 'config.json', 'generation_config.json']
     """
+    from lookcloser.agent.families.tiny import save_tiny
     from lookcloser.agent.processor import LookcloserQwen3VLProcessor
 
     tokenizer = build_tokenizer()

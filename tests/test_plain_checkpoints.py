@@ -3,21 +3,18 @@
 Each kind (the embedded default, SFT, GRPO, a LoRA adapter merged) is loaded in a fresh process
 that never imports lookcloser (``testing/plain_load.py``): its configs name only transformers'
 classes, ``AutoProcessor`` gives the stock processor or fails loudly (torchvision missing, never a
-tokenizer alone), and the model reads the image: a real and a gray image give other logits. The
-input ids it builds by hand equal what lookcloser's processor builds.
+tokenizer alone), the saved template and tokenizer give lookcloser's prompt and ids, and the model
+reads the image: a real and a gray image give other logits.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from PIL import Image
 
+from testing import plain_load
 from tests.conftest import REPO
 
 IMAGE = REPO / "data" / "mir_sample" / "which_red" / "003_2.png"
@@ -40,26 +37,13 @@ def reserved_name_cache(tiny_model_dir, tmp_path, monkeypatch):
 
 
 def assert_loads_with_plain_transformers(checkpoint: Path) -> dict:
-    out = subprocess.run([sys.executable, str(REPO / "testing" / "plain_load.py"), str(checkpoint), str(IMAGE)],
-                         check=False, capture_output=True, text=True, timeout=300, cwd=checkpoint)
-    assert out.returncode == 0, out.stderr[-3000:]
-    result = json.loads(out.stdout.strip().splitlines()[-1])
-    assert not result["lookcloser_imported"]
-    assert result["classes"]["processor_config.json:processor_class"] == "Qwen3VLProcessor"
-    assert result["classes"]["tokenizer_config.json:processor_class"] == "Qwen3VLProcessor"
-    assert result["unknown_classes"] == [], "every class a config names is one of transformers' own"
-    if importlib.util.find_spec("torchvision") is not None:
-        assert result["auto_processor"] == "Qwen3VLProcessor"
-    else:  # loudly, naming what is missing; never a tokenizer that drops the image
-        assert result["auto_processor"].startswith("ImportError") and "Torchvision" in result["auto_processor"]
-    assert result["real_vs_gray_max_abs_diff"] > 1e-4, "the model must see the image"
-
+    from lookcloser.agent.families import FAMILIES
     from lookcloser.agent.models import load_processor
 
-    processor = load_processor(str(checkpoint))
-    with Image.open(IMAGE) as img:
-        ours = list(processor(text=[result["text"]], images=[[img.convert("RGB")]])["input_ids"][0])
-    assert ours == result["input_ids"], "image tokens expanded as lookcloser's processor expands them"
+    family = FAMILIES["qwen3_vl"]
+    asked = plain_load.request(checkpoint, load_processor(str(checkpoint)), family, IMAGE)
+    result = plain_load.run([asked])[0]
+    plain_load.check(result, family)
     return result
 
 

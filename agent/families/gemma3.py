@@ -24,7 +24,7 @@ from transformers import (
 )
 
 from lookcloser.agent.families.base import ModelFamily
-from lookcloser.agent.families.tiny import bpe_tokenizer, save_tiny, trl_chat_template
+from lookcloser.agent.families.tiny import bpe_tokenizer, save_tiny, text_config, trl_chat_template
 from lookcloser.agent.families.tool_calls import tool_call_response_template
 from lookcloser.agent.processor import ImagesOnlyProcessor
 
@@ -57,14 +57,10 @@ def build_config(tokenizer, size: str = "tiny") -> Gemma3Config:
     ids = tokenizer.convert_tokens_to_ids
     text_hidden, text_layers, vision_hidden, vision_depth = SIZES[size]
     return Gemma3Config(
-        text_config={
-            "vocab_size": len(tokenizer), "hidden_size": text_hidden, "intermediate_size": 2 * text_hidden,
-            "num_hidden_layers": text_layers, "num_attention_heads": text_hidden // 16, "num_key_value_heads": 2,
-            "head_dim": 16, "query_pre_attn_scalar": 16, "max_position_embeddings": 4096, "sliding_window": 512,
-            "layer_types": ["sliding_attention"] * (text_layers - 1) + ["full_attention"],
-            "bos_token_id": ids("<bos>"), "eos_token_id": [ids("<eos>"), ids("<end_of_turn>")],
-            "pad_token_id": ids("<pad>"),
-        },
+        text_config=text_config(
+            tokenizer, text_hidden, text_layers, bos="<bos>", eos=["<eos>", "<end_of_turn>"], pad="<pad>",
+            head_dim=16, query_pre_attn_scalar=16, sliding_window=512,
+            layer_types=["sliding_attention"] * (text_layers - 1) + ["full_attention"]),
         vision_config={
             "hidden_size": vision_hidden, "intermediate_size": 2 * vision_hidden, "num_hidden_layers": vision_depth,
             "num_attention_heads": vision_hidden // 16, "image_size": IMAGE_SIZE, "patch_size": PATCH_SIZE,

@@ -25,7 +25,7 @@ from transformers import (
 )
 
 from lookcloser.agent.families.base import ModelFamily
-from lookcloser.agent.families.tiny import bpe_tokenizer, save_tiny, trl_chat_template
+from lookcloser.agent.families.tiny import bpe_tokenizer, save_tiny, text_config, trl_chat_template
 from lookcloser.agent.families.tool_calls import tool_call_response_template
 from lookcloser.agent.processor import ImagesOnlyProcessor
 
@@ -61,14 +61,9 @@ def build_config(tokenizer, size: str = "tiny") -> Idefics3Config:
     ids = tokenizer.convert_tokens_to_ids
     text_hidden, text_layers, vision_hidden, vision_depth = SIZES[size]
     return Idefics3Config(
-        text_config={
-            "model_type": "llama", "vocab_size": len(tokenizer), "hidden_size": text_hidden,
-            "intermediate_size": 2 * text_hidden, "num_hidden_layers": text_layers,
-            "num_attention_heads": text_hidden // 16, "num_key_value_heads": 2, "head_dim": 16,
-            "max_position_embeddings": 4096, "tie_word_embeddings": False,
-            "bos_token_id": ids("<|begin_of_text|>"), "eos_token_id": [ids("<|end_of_text|>"), ids("<end_of_utterance>")],
-            "pad_token_id": ids("<|reserved_special_token_0|>"),
-        },
+        text_config=text_config(
+            tokenizer, text_hidden, text_layers, bos="<|begin_of_text|>", eos=["<|end_of_text|>", "<end_of_utterance>"],
+            pad="<|reserved_special_token_0|>", model_type="llama", head_dim=16, tie_word_embeddings=False),
         vision_config={
             "hidden_size": vision_hidden, "intermediate_size": 2 * vision_hidden, "num_hidden_layers": vision_depth,
             "num_attention_heads": vision_hidden // 16, "image_size": TILE_SIZE, "patch_size": PATCH_SIZE,

@@ -10,22 +10,32 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from transformers import InternVLProcessor
+from transformers import (
+    GotOcr2ImageProcessorPil,
+    InternVLConfig,
+    InternVLForConditionalGeneration,
+    InternVLProcessor,
+    PreTrainedTokenizerFast,
+)
 
-from lookcloser.agent.families._tiny_common_b import ImagesOnlyProcessorMixin, build_tokenizer, image_settings
 from lookcloser.agent.families.base import ModelFamily
+from lookcloser.agent.families.tiny import bpe_tokenizer, save_tiny, text_config
+from lookcloser.agent.families.tool_calls import chatml_response_template
+from lookcloser.agent.processor import ImagesOnlyProcessor
 
 TOOL_TEMPLATE = "internvl_tools.jinja"
-VERSION = 1  # bump on any change to the tiny checkpoint below
+VERSION = 2  # bump on any change to what build_tiny writes (or to agent/families/tiny.py)
 # The -hf tokenizer is Qwen2.5-VL's plus InternVL's image tokens (transformers' convert script): Qwen's
 # <|image_pad|> is kept, though InternVL never emits it (TRL's GRPO looks it up for type ids).
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
                   "<|image_pad|>", "<|video_pad|>", "<img>", "</img>", "<IMG_CONTEXT>", "<quad>", "</quad>",
                   "<ref>", "</ref>", "<box>", "</box>", "<video>"]
-ADDED_TOKENS = ("<tool_call>", "</tool_call>")
-IMAGE_TOKENS = {"start_image_token": "<img>", "end_image_token": "</img>", "context_image_token": "<IMG_CONTEXT>",
+ADDED_TOKENS = ["<tool_call>", "</tool_call>"]
+# What InternVLProcessor reads from the tokenizer by name.
+NAMED_TOKENS = {"start_image_token": "<img>", "end_image_token": "</img>", "context_image_token": "<IMG_CONTEXT>",
                 "video_token": "<video>"}
-# Tiles of 64x64 pixels, 8x8-pixel patches, pixel shuffle 0.5: 16 tokens a tile; up to 4 tiles + a thumbnail.
+# Tiles of 64x64 pixels, 8x8-pixel patches, pixel shuffle 0.5: 16 tokens a tile; up to 4 tiles + a thumbnail
+# (80 tokens a 128x128 image).
 TILE, PATCH, MAX_TILES = 64, 8, 4
 TOKENS_PER_TILE = (TILE // PATCH) ** 2 // 4
 SIZES = {"tiny": (64, 2, 32, 2)}  # text hidden, text layers, vision hidden, vision layers
@@ -40,63 +50,52 @@ PUBLISHED_TEMPLATE = (
 )
 
 
-class LookcloserInternVLProcessor(ImagesOnlyProcessorMixin, InternVLProcessor):
-    """InternVL's processor without a video processor (saved as ``InternVLProcessor``)."""
+class LookcloserInternVLProcessor(ImagesOnlyProcessor, InternVLProcessor):
+    """InternVL's processor without its (torchvision) video processor, saved as the stock class."""
 
-    saved_processor_class = "InternVLProcessor"
+    saved_class = "InternVLProcessor"
+    video_processor_type = "InternVLVideoProcessor"
+    video_settings = ("size", "image_mean", "image_std")
 
     def __init__(self, image_processor=None, tokenizer=None, image_seq_length: int = 256, chat_template=None,
                  **kwargs):
-        # No video_processor in this signature: InternVLProcessor passes None up, ProcessorMixin ignores it.
-        super().__init__(image_processor, tokenizer, None, image_seq_length=image_seq_length,
+        # No video_processor in this signature, so ProcessorMixin expects (and keeps) the two others only.
+        super().__init__(image_processor, tokenizer, video_processor=None, image_seq_length=image_seq_length,
                          chat_template=chat_template, **kwargs)
 
-    @staticmethod
-    def saved_video_processor(image_processor) -> dict:
-        return {"video_processor_type": "InternVLVideoProcessor",
-                **image_settings(image_processor, ("size", "image_mean", "image_std"))}
+
+def build_tokenizer() -> PreTrainedTokenizerFast:
+    return bpe_tokenizer(SPECIAL_TOKENS, ADDED_TOKENS, PUBLISHED_TEMPLATE, extra_special_tokens=NAMED_TOKENS,
+                         eos_token="<|im_end|>", pad_token="<|endoftext|>")
 
 
-def _response_schema() -> dict:
-    """TRL's Qwen3 response template: our template's replies are ChatML with ``<tool_call>`` JSON, as Qwen3's."""
-    from trl.chat_template_utils import qwen3_template
-
-    return qwen3_template
-
-
-def build_tiny(out_dir: str | Path, seed: int = 0, size: str = "tiny", replace: bool = False) -> Path:
-    """Write a tiny random InternVL checkpoint (deterministic from ``seed``) to ``out_dir``."""
-    import torch
-    from transformers import GotOcr2ImageProcessorPil, InternVLConfig, InternVLForConditionalGeneration
-
-    from lookcloser.checkpoints import save_checkpoint
-    from lookcloser.trl_surface import outside_deepspeed_zero3
-
-    tokenizer = build_tokenizer(SPECIAL_TOKENS, eos="<|im_end|>", pad="<|endoftext|>", chat_template=PUBLISHED_TEMPLATE,
-                                added_tokens=ADDED_TOKENS, extra_special_tokens=IMAGE_TOKENS)
+def build_config(tokenizer, size: str = "tiny") -> InternVLConfig:
     ids = tokenizer.convert_tokens_to_ids
     text_hidden, text_layers, vision_hidden, vision_layers = SIZES[size]
-    config = InternVLConfig(
-        text_config={"model_type": "qwen2", "vocab_size": len(tokenizer), "hidden_size": text_hidden,
-                     "intermediate_size": 2 * text_hidden, "num_hidden_layers": text_layers,
-                     "num_attention_heads": text_hidden // 16, "num_key_value_heads": 2, "head_dim": 16,
-                     "max_position_embeddings": 4096, "tie_word_embeddings": False, "bos_token_id": None,
-                     "eos_token_id": ids("<|im_end|>"), "pad_token_id": ids("<|endoftext|>")},
+    return InternVLConfig(
+        text_config=text_config(tokenizer, text_hidden, text_layers, eos="<|im_end|>", pad="<|endoftext|>",
+                                model_type="qwen2", head_dim=16, tie_word_embeddings=False),
         vision_config={"hidden_size": vision_hidden, "num_hidden_layers": vision_layers,
                        "num_attention_heads": vision_hidden // 16, "intermediate_size": 2 * vision_hidden,
                        "image_size": [TILE, TILE], "patch_size": [PATCH, PATCH]},
         image_token_id=ids("<IMG_CONTEXT>"), image_seq_length=TOKENS_PER_TILE, downsample_ratio=0.5,
         tie_word_embeddings=False,
     )
+
+
+def build_processor() -> LookcloserInternVLProcessor:
     image_processor = GotOcr2ImageProcessorPil(
         size={"height": TILE, "width": TILE}, crop_to_patches=True, min_patches=1, max_patches=MAX_TILES,
         image_mean=[0.485, 0.456, 0.406], image_std=[0.229, 0.224, 0.225])
-    torch.manual_seed(seed)
-    with outside_deepspeed_zero3():
-        model = InternVLForConditionalGeneration(config).eval()
-    processor = LookcloserInternVLProcessor(image_processor=image_processor, tokenizer=tokenizer,
-                                            image_seq_length=TOKENS_PER_TILE, chat_template=PUBLISHED_TEMPLATE)
-    return save_checkpoint(out_dir, model, processor, replace=replace)
+    return LookcloserInternVLProcessor(image_processor=image_processor, tokenizer=build_tokenizer(),
+                                       image_seq_length=TOKENS_PER_TILE, chat_template=PUBLISHED_TEMPLATE)
+
+
+def build_tiny(out_dir: str | Path, seed: int = 0, size: str = "tiny", replace: bool = False) -> Path:
+    """Write the tiny random InternVL (``SIZES``) to ``out_dir``, its weights drawn from ``seed``."""
+    processor = build_processor()
+    config = build_config(processor.tokenizer, size)
+    return save_tiny(out_dir, InternVLForConditionalGeneration, config, processor, seed, replace)
 
 
 FAMILY = ModelFamily(
@@ -111,10 +110,7 @@ FAMILY = ModelFamily(
     mrope=False,
     turns="chatml",
     tool_template=TOOL_TEMPLATE,
-    response_schema=_response_schema,
+    response_schema=chatml_response_template,
     build_tiny=build_tiny,
     tiny_version=VERSION,
-    prefix_cache=False,
-    notes={"image_tokens_128px": (MAX_TILES + 1) * TOKENS_PER_TILE, "version": VERSION,
-           "batch": "pixel_values (tiles of every image in the batch, 3, 64, 64): batches join along dim 0"},
 )

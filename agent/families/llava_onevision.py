@@ -5,20 +5,29 @@ the sample: a sample with one image is "anyres" (a base view plus a grid of tile
 ``image_grid_pinpoints``, unpadded, one newline feature per row), a sample with several images gives each
 the base view plus one newline. The published template has no tool calling:
 ``templates/llava_onevision_tools.jinja`` is ours. 1-D positions; the model takes ``pixel_values``
-(images, tiles, 3, H, W), ``image_sizes`` and ``batch_num_images``.
+(images, tiles, 3, H, W), ``image_sizes`` and ``batch_num_images`` (batches join along dim 0 after padding the
+tiles to the batch's most).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from transformers import LlavaOnevisionProcessor
+from transformers import (
+    LlavaOnevisionConfig,
+    LlavaOnevisionForConditionalGeneration,
+    LlavaOnevisionImageProcessorPil,
+    LlavaOnevisionProcessor,
+    PreTrainedTokenizerFast,
+)
 
-from lookcloser.agent.families._tiny_common_b import ImagesOnlyProcessorMixin, build_tokenizer, image_settings
 from lookcloser.agent.families.base import ModelFamily
+from lookcloser.agent.families.tiny import bpe_tokenizer, save_tiny, text_config
+from lookcloser.agent.families.tool_calls import chatml_response_template
+from lookcloser.agent.processor import ImagesOnlyProcessor
 
 TOOL_TEMPLATE = "llava_onevision_tools.jinja"
-VERSION = 1  # bump on any change to the tiny checkpoint below
+VERSION = 2  # bump on any change to what build_tiny writes (or to agent/families/tiny.py)
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<image>", "<video>"]
 # Views of 64x64 pixels in 16x16-pixel patches: 16 features a view. Anyres grids up to 2x2 views, so a
 # single 128x128 image is 16 (base) + 8x8 (grid) + 8 (newlines) = 88 tokens; in a multi-image sample, 17.
@@ -40,55 +49,34 @@ PUBLISHED_TEMPLATE = (
 )
 
 
-class LookcloserLlavaOnevisionProcessor(ImagesOnlyProcessorMixin, LlavaOnevisionProcessor):
-    """LLaVA-OneVision's processor without a video processor (saved as ``LlavaOnevisionProcessor``)."""
+class LookcloserLlavaOnevisionProcessor(ImagesOnlyProcessor, LlavaOnevisionProcessor):
+    """LLaVA-OneVision's processor without its (torchvision) video processor, saved as the stock class."""
 
-    saved_processor_class = "LlavaOnevisionProcessor"
-    image_output_keys = ("pixel_values", "image_sizes", "batch_num_images")
+    saved_class = "LlavaOnevisionProcessor"
+    video_processor_type = "LlavaOnevisionVideoProcessor"
+    video_settings = ("size", "image_mean", "image_std")
+    image_tensor_keys = ("pixel_values", "image_sizes", "batch_num_images")
 
     def __init__(self, image_processor=None, tokenizer=None, num_image_tokens=None,
                  vision_feature_select_strategy=None, chat_template=None, image_token="<image>",
                  video_token="<video>", vision_aspect_ratio="anyres_max_9", **kwargs):
-        # No video_processor in this signature: the stock __init__ passes None up, ProcessorMixin ignores it.
-        super().__init__(image_processor, tokenizer, None, num_image_tokens=num_image_tokens,
+        # No video_processor in this signature, so ProcessorMixin expects (and keeps) the two others only.
+        super().__init__(image_processor, tokenizer, video_processor=None, num_image_tokens=num_image_tokens,
                          vision_feature_select_strategy=vision_feature_select_strategy, chat_template=chat_template,
                          image_token=image_token, video_token=video_token, vision_aspect_ratio=vision_aspect_ratio,
                          **kwargs)
 
-    @staticmethod
-    def saved_video_processor(image_processor) -> dict:
-        return {"video_processor_type": "LlavaOnevisionVideoProcessor",
-                **image_settings(image_processor, ("size", "image_mean", "image_std"))}
+
+def build_tokenizer() -> PreTrainedTokenizerFast:
+    return bpe_tokenizer(SPECIAL_TOKENS, [], PUBLISHED_TEMPLATE, eos_token="<|im_end|>", pad_token="<|endoftext|>")
 
 
-def _response_schema() -> dict:
-    """TRL's Qwen3 response template: our template's replies are ChatML with ``<tool_call>`` JSON, as Qwen3's."""
-    from trl.chat_template_utils import qwen3_template
-
-    return qwen3_template
-
-
-def build_tiny(out_dir: str | Path, seed: int = 0, size: str = "tiny", replace: bool = False) -> Path:
-    """Write a tiny random LLaVA-OneVision checkpoint (deterministic from ``seed``) to ``out_dir``."""
-    import torch
-    from transformers import (
-        LlavaOnevisionConfig,
-        LlavaOnevisionForConditionalGeneration,
-        LlavaOnevisionImageProcessorPil,
-    )
-
-    from lookcloser.checkpoints import save_checkpoint
-    from lookcloser.trl_surface import outside_deepspeed_zero3
-
-    tokenizer = build_tokenizer(SPECIAL_TOKENS, eos="<|im_end|>", pad="<|endoftext|>", chat_template=PUBLISHED_TEMPLATE)
+def build_config(tokenizer, size: str = "tiny") -> LlavaOnevisionConfig:
     ids = tokenizer.convert_tokens_to_ids
     text_hidden, text_layers, vision_hidden, vision_layers = SIZES[size]
-    config = LlavaOnevisionConfig(
-        text_config={"model_type": "qwen2", "vocab_size": len(tokenizer), "hidden_size": text_hidden,
-                     "intermediate_size": 2 * text_hidden, "num_hidden_layers": text_layers,
-                     "num_attention_heads": text_hidden // 16, "num_key_value_heads": 2, "head_dim": 16,
-                     "max_position_embeddings": 4096, "tie_word_embeddings": False, "bos_token_id": None,
-                     "eos_token_id": ids("<|im_end|>"), "pad_token_id": ids("<|endoftext|>")},
+    return LlavaOnevisionConfig(
+        text_config=text_config(tokenizer, text_hidden, text_layers, eos="<|im_end|>", pad="<|endoftext|>",
+                                model_type="qwen2", head_dim=16, tie_word_embeddings=False),
         vision_config={"model_type": "siglip_vision_model", "hidden_size": vision_hidden,
                        "num_hidden_layers": vision_layers, "num_attention_heads": vision_hidden // 16,
                        "intermediate_size": 2 * vision_hidden, "image_size": VIEW, "patch_size": PATCH,
@@ -97,16 +85,22 @@ def build_tiny(out_dir: str | Path, seed: int = 0, size: str = "tiny", replace: 
         vision_feature_layer=-1, image_grid_pinpoints=PINPOINTS, vision_aspect_ratio="anyres_max_9",
         tie_word_embeddings=False,
     )
+
+
+def build_processor() -> LookcloserLlavaOnevisionProcessor:
     image_processor = LlavaOnevisionImageProcessorPil(
         size={"height": VIEW, "width": VIEW}, image_grid_pinpoints=PINPOINTS, image_mean=[0.5, 0.5, 0.5],
         image_std=[0.5, 0.5, 0.5])
-    torch.manual_seed(seed)
-    with outside_deepspeed_zero3():
-        model = LlavaOnevisionForConditionalGeneration(config).eval()
-    processor = LookcloserLlavaOnevisionProcessor(
-        image_processor=image_processor, tokenizer=tokenizer, num_image_tokens=BASE_TOKENS,
+    return LookcloserLlavaOnevisionProcessor(
+        image_processor=image_processor, tokenizer=build_tokenizer(), num_image_tokens=BASE_TOKENS,
         vision_feature_select_strategy="full", chat_template=PUBLISHED_TEMPLATE)
-    return save_checkpoint(out_dir, model, processor, replace=replace)
+
+
+def build_tiny(out_dir: str | Path, seed: int = 0, size: str = "tiny", replace: bool = False) -> Path:
+    """Write the tiny random LLaVA-OneVision (``SIZES``) to ``out_dir``, its weights drawn from ``seed``."""
+    processor = build_processor()
+    config = build_config(processor.tokenizer, size)
+    return save_tiny(out_dir, LlavaOnevisionForConditionalGeneration, config, processor, seed, replace)
 
 
 FAMILY = ModelFamily(
@@ -121,13 +115,7 @@ FAMILY = ModelFamily(
     mrope=False,
     turns="chatml",
     tool_template=TOOL_TEMPLATE,
-    response_schema=_response_schema,
+    response_schema=chatml_response_template,
     build_tiny=build_tiny,
     tiny_version=VERSION,
-    prefix_cache=False,
-    notes={"image_tokens_128px": BASE_TOKENS + 4 * BASE_TOKENS + 2 * (VIEW // PATCH),
-           "image_tokens_128px_multi_image": BASE_TOKENS + 1, "version": VERSION,
-           "batch": "pixel_values (images, views padded to the batch's most, 3, 64, 64), image_sizes (images, 2), "
-                    "batch_num_images (samples with images,): batches join along dim 0 after padding dim 1; "
-                    "an image's token count depends on how many images its sample has"},
 )

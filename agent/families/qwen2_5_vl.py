@@ -20,7 +20,7 @@ from transformers import (
 )
 
 from lookcloser.agent.families.base import ModelFamily
-from lookcloser.agent.families.tiny import bpe_tokenizer, save_tiny, trl_chat_template
+from lookcloser.agent.families.tiny import bpe_tokenizer, save_tiny, text_config, trl_chat_template
 from lookcloser.agent.families.tool_calls import tool_call_response_template
 from lookcloser.agent.processor import ImagesOnlyProcessor
 
@@ -59,13 +59,9 @@ def build_config(tokenizer, size: str = "tiny") -> Qwen2_5_VLConfig:
     ids = tokenizer.convert_tokens_to_ids
     text_hidden, text_layers, vision_hidden, vision_depth = SIZES[size]
     return Qwen2_5_VLConfig(
-        text_config={
-            "vocab_size": len(tokenizer), "hidden_size": text_hidden, "intermediate_size": 2 * text_hidden,
-            "num_hidden_layers": text_layers, "num_attention_heads": text_hidden // 16, "num_key_value_heads": 2,
-            "max_position_embeddings": 4096, "tie_word_embeddings": False,
-            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [4, 2, 2]},
-            "bos_token_id": None, "eos_token_id": ids("<|im_end|>"), "pad_token_id": ids("<|endoftext|>"),
-        },
+        text_config=text_config(
+            tokenizer, text_hidden, text_layers, eos="<|im_end|>", pad="<|endoftext|>", tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [4, 2, 2]}),
         vision_config={
             "depth": vision_depth, "hidden_size": vision_hidden, "intermediate_size": 2 * vision_hidden,
             "num_heads": vision_hidden // 16, "patch_size": PATCH_SIZE, "spatial_merge_size": MERGE_SIZE,

@@ -8,14 +8,9 @@ template of ours is needed; M-RoPE positions from ``get_rope_index`` with ``mm_t
 from __future__ import annotations
 
 from lookcloser.agent.families.base import ModelFamily
+from lookcloser.agent.families.tool_calls import chatml_response_template
 from lookcloser.agent.processor import LookcloserQwen3VLProcessor
 from lookcloser.agent.tiny_qwen3_vl import VERSION
-
-
-def _response_schema() -> dict:
-    from trl.chat_template_utils import qwen3_template
-
-    return qwen3_template
 
 
 def _build_tiny(out_dir, seed: int = 0, size: str = "tiny", replace: bool = False):
@@ -43,7 +38,7 @@ FAMILY = ModelFamily(
     turns="chatml",
     tool_template=None,
     trl_template="qwen3_vl.jinja",
-    response_schema=_response_schema,
+    response_schema=chatml_response_template,
     build_tiny=_build_tiny,
     sizes=("tiny", "small"),
     tiny_version=VERSION,

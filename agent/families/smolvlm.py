@@ -21,8 +21,7 @@ from transformers import (
 
 from lookcloser.agent.families import idefics3
 from lookcloser.agent.families.base import ModelFamily
-from lookcloser.agent.families.tiny import bpe_tokenizer, save_tiny, trl_chat_template
-from lookcloser.agent.families.tool_calls import tool_call_response_template
+from lookcloser.agent.families.tiny import bpe_tokenizer, save_tiny, text_config, trl_chat_template
 from lookcloser.agent.processor import ImagesOnlyProcessor
 from lookcloser.trl_surface import init_smolvlm_processor, smolvlm_apply_chat_template
 
@@ -62,14 +61,8 @@ def build_config(tokenizer, size: str = "tiny") -> SmolVLMConfig:
     ids = tokenizer.convert_tokens_to_ids
     text_hidden, text_layers, vision_hidden, vision_depth = SIZES[size]
     return SmolVLMConfig(
-        text_config={
-            "model_type": "llama", "vocab_size": len(tokenizer), "hidden_size": text_hidden,
-            "intermediate_size": 2 * text_hidden, "num_hidden_layers": text_layers,
-            "num_attention_heads": text_hidden // 16, "num_key_value_heads": 2, "head_dim": 16,
-            "max_position_embeddings": 4096, "tie_word_embeddings": False,
-            "bos_token_id": ids("<|im_start|>"), "eos_token_id": ids("<end_of_utterance>"),
-            "pad_token_id": ids("<|im_end|>"),
-        },
+        text_config=text_config(tokenizer, text_hidden, text_layers, bos="<|im_start|>", eos="<end_of_utterance>",
+                                pad="<|im_end|>", model_type="llama", head_dim=16, tie_word_embeddings=False),
         vision_config={
             "hidden_size": vision_hidden, "intermediate_size": 2 * vision_hidden, "num_hidden_layers": vision_depth,
             "num_attention_heads": vision_hidden // 16, "image_size": idefics3.TILE_SIZE,
@@ -98,10 +91,6 @@ def build_tiny(out_dir: str | Path, seed: int = 0, size: str = "tiny", replace: 
     return save_tiny(out_dir, SmolVLMForConditionalGeneration, config, processor, seed, replace)
 
 
-def _response_schema() -> dict:
-    return tool_call_response_template("Assistant:", "<end_of_utterance>")
-
-
 FAMILY = ModelFamily(
     name="smolvlm",
     slug="smolvlm2",
@@ -114,7 +103,7 @@ FAMILY = ModelFamily(
     mrope=False,
     turns="user_assistant",
     tool_template="user_assistant_tools.jinja",
-    response_schema=_response_schema,
+    response_schema=idefics3.FAMILY.response_schema,  # Idefics3's turns
     build_tiny=build_tiny,
     tiny_version=VERSION,
     grpo_tool_images=False,  # pixel_values are (samples, tiles, ...): TRL 1.16's flat tool-picture batch breaks them

@@ -71,6 +71,24 @@ def bpe_tokenizer(special_tokens: list[str], added_tokens: list[str], chat_templ
     return wrapped
 
 
+def text_config(tokenizer, hidden: int, layers: int, *, eos: str | list[str], pad: str, bos: str | None = None,
+                **settings) -> dict:
+    """A tiny decoder's ``text_config``: ``hidden`` wide in 16-wide heads (2 key/value heads, an MLP twice as
+    wide), ``layers`` deep, over ``tokenizer``'s ids (``bos``, ``eos`` and ``pad`` given as tokens); ``settings``
+    are the family's own keys.
+
+    >>> tok = bpe_tokenizer(["<pad>", "<eos>"], [], "", eos_token="<eos>", pad_token="<pad>")
+    >>> config = text_config(tok, 64, 2, eos=["<eos>", "<pad>"], pad="<pad>", head_dim=16)
+    >>> config["num_attention_heads"], config["eos_token_id"], config["bos_token_id"], config["head_dim"]
+    (4, [1, 0], None, 16)
+    """
+    ids = tokenizer.convert_tokens_to_ids
+    return {"vocab_size": len(tokenizer), "hidden_size": hidden, "intermediate_size": 2 * hidden,
+            "num_hidden_layers": layers, "num_attention_heads": hidden // 16, "num_key_value_heads": 2,
+            "max_position_embeddings": 4096, "bos_token_id": None if bos is None else ids(bos),
+            "eos_token_id": ids(eos), "pad_token_id": ids(pad), **settings}
+
+
 def save_tiny(out_dir: str | Path, model_class, config, processor, seed: int, replace: bool,
               redraw: Callable | None = None) -> Path:
     """Build ``model_class(config)`` with weights drawn from ``seed`` (same seed, same bytes) and save it with

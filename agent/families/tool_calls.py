@@ -26,3 +26,11 @@ def tool_call_response_template(start_anchor: str, turn_end: str) -> dict:
     template["start_anchor"] = start_anchor
     template["fields"]["content"]["close_pattern"] = re.escape(turn_end) + r"\s*"
     return template
+
+
+def chatml_response_template() -> dict:
+    """TRL's ``qwen3_template`` as it is: the families whose replies are ChatML turns with Qwen's ``<tool_call>``
+    JSON (Qwen3-VL's published template, and our ChatML tool templates)."""
+    from trl.chat_template_utils import qwen3_template
+
+    return qwen3_template
