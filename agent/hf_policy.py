@@ -23,7 +23,9 @@ from typing import Any
 import torch
 
 from lookcloser.agent.episode import Episode, Turn, as_blocks
+from lookcloser.agent.families import family_for_model_type
 from lookcloser.agent.families.batching import join_along_batch
+from lookcloser.agent.families.chat import prepare_processor
 
 
 class HFPolicy:
@@ -43,9 +45,6 @@ class HFPolicy:
 
     def __init__(self, model, processor, generation_kwargs: dict | None = None, max_context: int | None = None,
                  prefix_cache: bool | None = None):
-        from lookcloser.agent.families import family_for_model_type
-        from lookcloser.agent.families.chat import prepare_processor
-
         self.model, self.processor = model, processor
         self.family = family_for_model_type(str(getattr(model.config, "model_type", "")))
         self.tokenizer = getattr(processor, "tokenizer", processor)

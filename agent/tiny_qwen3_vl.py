@@ -19,6 +19,9 @@ from transformers import (
     Qwen3VLForConditionalGeneration,
 )
 
+from lookcloser.agent.processor import LookcloserQwen3VLProcessor
+from lookcloser.agent.tiny_builder import bpe_tokenizer, save_tiny, text_config, trl_chat_template
+
 SPECIAL_TOKENS = [
     "<|endoftext|>",
     "<|im_start|>",
@@ -30,7 +33,7 @@ SPECIAL_TOKENS = [
 ]
 # Plain added tokens: tool-calling and thinking markers stay single tokens, as in real Qwen.
 ADDED_TOKENS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>", "</think>"]
-VERSION = 3  # bump on any change below (or in agent/families/tiny.py): the reserved name's cache folder is per version
+VERSION = 3  # bump on any change below (or in agent/tiny_builder.py): the reserved name's cache folder is per version
 PATCH_SIZE = 16
 MERGE_SIZE = 2
 # The embedded sizes: (text hidden, text layers, vision hidden, vision depth). "tiny" is the main job's
@@ -43,10 +46,6 @@ MIN_PIXELS = MAX_PIXELS = 128 * 128
 
 
 def build_tokenizer() -> PreTrainedTokenizerFast:
-    # Imported here, not on top (so in build_tiny_qwen3_vl): the families package's registry imports this module
-    # (for VERSION), so this one must import without it.
-    from lookcloser.agent.families.tiny import bpe_tokenizer, trl_chat_template
-
     # TRL ships the exact Qwen3-VL template; TRL recognises it by identity for tool calling
     # and swaps in its generation-tagged training version for assistant-only loss.
     return bpe_tokenizer(SPECIAL_TOKENS, ADDED_TOKENS, trl_chat_template("qwen3_vl"), eos_token="<|im_end|>",
@@ -54,8 +53,6 @@ def build_tokenizer() -> PreTrainedTokenizerFast:
 
 
 def build_config(tokenizer: PreTrainedTokenizerFast, size: str = "tiny") -> Qwen3VLConfig:
-    from lookcloser.agent.families.tiny import text_config  # not on top: see build_tokenizer
-
     ids = tokenizer.convert_tokens_to_ids
     text_hidden, text_layers, vision_hidden, vision_depth = SIZES[size]
     return Qwen3VLConfig(
@@ -103,9 +100,6 @@ def build_tiny_qwen3_vl(out_dir: str | Path, seed: int = 0, size: str = "tiny", 
     >>> sorted(p.name for p in d.iterdir())[:3]
     ['chat_template.jinja', 'config.json', 'generation_config.json']
     """
-    from lookcloser.agent.families.tiny import save_tiny
-    from lookcloser.agent.processor import LookcloserQwen3VLProcessor
-
     tokenizer = build_tokenizer()
     processor = LookcloserQwen3VLProcessor(
         image_processor=build_image_processor(), tokenizer=tokenizer, chat_template=tokenizer.chat_template

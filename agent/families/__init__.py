@@ -1,7 +1,8 @@
 """The model families lookcloser trains and evaluates: an explicit registry of ``ModelFamily`` specs.
 
 To add a family: write ``agent/families/<family>.py`` defining ``FAMILY`` (see ``base.ModelFamily``),
-add it to ``_SPECS`` below, and give it tests in ``tests/test_families.py`` (docs/architecture.md).
+add it to ``_SPECS`` below and a row to ``EXPECTED`` in ``tests/test_families_specs.py``; ``tests/test_families.py``
+runs it through SFT, GRPO and eval (docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -24,16 +24,16 @@ from transformers import (
 )
 
 from lookcloser.agent.families.base import ModelFamily
-from lookcloser.agent.families.tiny import bpe_tokenizer, save_tiny, text_config, trl_chat_template
 from lookcloser.agent.families.tool_calls import tool_call_response_template
 from lookcloser.agent.processor import ImagesOnlyProcessor
+from lookcloser.agent.tiny_builder import bpe_tokenizer, save_tiny, text_config, trl_chat_template
 
 # The real checkpoints' control tokens (ids 0-4, the turn markers, the image markers).
 SPECIAL_TOKENS = ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>", "<start_of_turn>", "<end_of_turn>",
                   "<start_of_image>", "<end_of_image>", "<image_soft_token>"]
 # What Gemma3Processor reads from the tokenizer by name.
 NAMED_TOKENS = {"boi_token": "<start_of_image>", "eoi_token": "<end_of_image>", "image_token": "<image_soft_token>"}
-VERSION = 1  # bump on any change to what build_tiny writes (or to agent/families/tiny.py)
+VERSION = 1  # bump on any change to what build_tiny writes (or to agent/tiny_builder.py)
 IMAGE_SIZE = 128
 PATCH_SIZE = 16
 # 8x8 patches average-pooled to 4x4: 16 LM tokens a 128x128 image, as the embedded Qwen3-VL's.

@@ -25,15 +25,15 @@ from transformers import (
 )
 
 from lookcloser.agent.families.base import ModelFamily
-from lookcloser.agent.families.tiny import bpe_tokenizer, save_tiny, text_config, trl_chat_template
 from lookcloser.agent.families.tool_calls import tool_call_response_template
 from lookcloser.agent.processor import ImagesOnlyProcessor
+from lookcloser.agent.tiny_builder import bpe_tokenizer, save_tiny, text_config, trl_chat_template
 
 # Llama 3's control tokens, then the image tokens Idefics3 adds (its processor looks up each by name).
 SPECIAL_TOKENS = ["<|begin_of_text|>", "<|end_of_text|>", "<|reserved_special_token_0|>", "<|start_header_id|>",
                   "<|end_header_id|>", "<|eot_id|>", "<image>", "<fake_token_around_image>", "<end_of_utterance>",
                   "<global-img>", *(f"<row_{i}_col_{j}>" for i in range(1, 7) for j in range(1, 7))]
-VERSION = 1  # bump on any change to what build_tiny writes (or to agent/families/tiny.py)
+VERSION = 1  # bump on any change to what build_tiny writes (or to agent/tiny_builder.py)
 TILE_SIZE = 64
 PATCH_SIZE = 16
 SCALE_FACTOR = 2  # pixel shuffle: 4x4 patches a tile -> 2x2 LM tokens

@@ -19,12 +19,12 @@ from transformers import (
 )
 
 from lookcloser.agent.families.base import ModelFamily
-from lookcloser.agent.families.tiny import bpe_tokenizer, save_tiny, text_config
 from lookcloser.agent.families.tool_calls import chatml_response_template
 from lookcloser.agent.processor import ImagesOnlyProcessor
+from lookcloser.agent.tiny_builder import bpe_tokenizer, save_tiny, text_config
 
 TOOL_TEMPLATE = "internvl_tools.jinja"
-VERSION = 2  # bump on any change to what build_tiny writes (or to agent/families/tiny.py)
+VERSION = 2  # bump on any change to what build_tiny writes (or to agent/tiny_builder.py)
 # The -hf tokenizer is Qwen2.5-VL's plus InternVL's image tokens (transformers' convert script): Qwen's
 # <|image_pad|> is kept, though InternVL never emits it (TRL's GRPO looks it up for type ids).
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",

@@ -22,12 +22,12 @@ from transformers import (
 )
 
 from lookcloser.agent.families.base import ModelFamily
-from lookcloser.agent.families.tiny import bpe_tokenizer, save_tiny, text_config
 from lookcloser.agent.families.tool_calls import chatml_response_template
 from lookcloser.agent.processor import ImagesOnlyProcessor
+from lookcloser.agent.tiny_builder import bpe_tokenizer, save_tiny, text_config
 
 TOOL_TEMPLATE = "llava_onevision_tools.jinja"
-VERSION = 2  # bump on any change to what build_tiny writes (or to agent/families/tiny.py)
+VERSION = 2  # bump on any change to what build_tiny writes (or to agent/tiny_builder.py)
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<image>", "<video>"]
 # Views of 64x64 pixels in 16x16-pixel patches: 16 features a view. Anyres grids up to 2x2 views, so a
 # single 128x128 image is 16 (base) + 8x8 (grid) + 8 (newlines) = 88 tokens; in a multi-image sample, 17.

@@ -20,16 +20,16 @@ from transformers import (
 )
 
 from lookcloser.agent.families.base import ModelFamily
-from lookcloser.agent.families.tiny import bpe_tokenizer, save_tiny, text_config, trl_chat_template
 from lookcloser.agent.families.tool_calls import tool_call_response_template
 from lookcloser.agent.processor import ImagesOnlyProcessor
+from lookcloser.agent.tiny_builder import bpe_tokenizer, save_tiny, text_config, trl_chat_template
 
 # The real checkpoints' special tokens (Qwen2-VL's tokenizer) and their plain tool-call tokens.
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
                   "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
                   "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>"]
 ADDED_TOKENS = ["<tool_call>", "</tool_call>"]
-VERSION = 1  # bump on any change to what build_tiny writes (or to agent/families/tiny.py)
+VERSION = 1  # bump on any change to what build_tiny writes (or to agent/tiny_builder.py)
 PATCH_SIZE = 14
 MERGE_SIZE = 2
 # Every image is resized to about 112x112 pixels (multiples of patch x merge = 28): 8x8 patches of 14x14,

@@ -21,8 +21,8 @@ from transformers import (
 
 from lookcloser.agent.families import idefics3
 from lookcloser.agent.families.base import ModelFamily
-from lookcloser.agent.families.tiny import bpe_tokenizer, save_tiny, text_config, trl_chat_template
 from lookcloser.agent.processor import ImagesOnlyProcessor
+from lookcloser.agent.tiny_builder import bpe_tokenizer, save_tiny, text_config, trl_chat_template
 from lookcloser.trl_surface import init_smolvlm_processor, smolvlm_apply_chat_template
 
 # SmolLM2's control tokens, then the image tokens SmolVLM adds (Idefics3's).
@@ -31,7 +31,7 @@ SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", *IMAGE_TOKENS]
 # What SmolVLMProcessor reads from the tokenizer by name.
 NAMED_TOKENS = {"fake_image_token": "<fake_token_around_image>", "image_token": "<image>",
                 "end_of_utterance_token": "<end_of_utterance>", "global_image_token": "<global-img>"}
-VERSION = 1  # bump on any change to what build_tiny writes (or to agent/families/tiny.py)
+VERSION = 1  # bump on any change to what build_tiny writes (or to agent/tiny_builder.py)
 SIZES = {"tiny": (64, 2, 64, 2)}  # (text hidden, text layers, vision hidden, vision depth)
 
 
