@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from lookcloser.checks import check_names, check_output_folder, check_range, did_you_mean
 from lookcloser.eval.benchmarks import BENCHMARKS, DEFAULT_BENCHMARKS, SPECS
-from lookcloser.eval.loaders import EvalError
+from lookcloser.eval.items import EvalError
 
 # Turn budgets per benchmark when ``max_turns`` is not set (DISBench's agent: up to 30, docs/formats.md §4).
 DEFAULT_MAX_TURNS = {name: spec.max_turns for name, spec in SPECS.items()}  # each spec's default turns
@@ -123,7 +123,7 @@ def benchmark_names(text: str) -> list[str]:
     >>> benchmark_names("mir,tir-bench")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    lookcloser.eval.loaders.EvalError: --benchmarks: unknown benchmark 'tir-bench'; did you mean tir_bench? (choose from tir_bench, mir, disbench, imagemining...)
+    lookcloser.eval.items.EvalError: --benchmarks: unknown benchmark 'tir-bench'; did you mean tir_bench? (choose from tir_bench, mir, disbench, imagemining...)
     """
     names = [b.strip() for b in text.split(",") if b.strip()]
     for name in names or [text]:

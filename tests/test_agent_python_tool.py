@@ -24,7 +24,7 @@ from lookcloser.agent.hf_policy import HFPolicy
 from lookcloser.agent.loop import run_episodes
 from lookcloser.agent.models import TINY_MODEL_NAME, load_model, load_processor
 from lookcloser.eval.config import EvalConfig
-from lookcloser.eval.fixtures import write_fixtures
+from lookcloser.eval.loaders import write_fixtures
 from lookcloser.eval.pipeline import evaluate
 from testing.fake_endpoint import FakeEndpoint
 from testing.scripted import ScriptedLogitsProcessor
