@@ -12,40 +12,35 @@ import functools
 import json
 from collections.abc import Callable
 
+from lookcloser.agent import image_env, photo_env, web_env
 from lookcloser.agent.code_env import PythonCropToolEnv, PythonImageToolEnv
 from lookcloser.agent.image_env import CropToolEnv, ImageToolEnv
 from lookcloser.agent.photo_env import ImageSeekerEnv, PhotoCollectionEnv, PhotoSearchEnv
 from lookcloser.agent.toolkit import ToolEnv, tool_names
 from lookcloser.agent.web_env import WebImageEnv, WebSearchEnv
 
+# Each environment module names the environments it serves and the benchmark each plays (the synthetic tasks are
+# TIR-Bench's format); listed here in the order the choices are shown.
+_SERVED = {**image_env.ENVIRONMENTS, **photo_env.ENVIRONMENTS, **web_env.ENVIRONMENTS}
+# The class that adds the sandboxed python tool (agent.code_env) to a class with the image tools.
+WITH_PYTHON: dict[type[ToolEnv], type[ToolEnv]] = {ImageToolEnv: PythonImageToolEnv, CropToolEnv: PythonCropToolEnv}
+PYTHON = "+python"  # `<environment>+python`: the environment with the python tool, what `tool_set: image+python` picks
 ENVIRONMENTS: dict[str, type[ToolEnv]] = {
-    "tir_bench": ImageToolEnv,
-    "mir": ImageToolEnv,
-    "synthetic": ImageToolEnv,
-    "crop": CropToolEnv,  # crop only: the tool curriculum (recipes/tool_curriculum.yaml)
-    "disbench": ImageSeekerEnv,  # DISBench's upstream tool names (ImageSearch, FilterMetadata, ...)
-    "photo_search": PhotoSearchEnv,  # FilterMetadata + ImageSearch: recipes/photo_search_curriculum.yaml
-    "imagemining": WebImageEnv,
-    "web_search": WebSearchEnv,  # web_search only: recipes/web_search_curriculum.yaml
-    # The image tools + python (model-written code in agent.sandbox): what `tool_set: image+python` picks.
-    "tir_bench+python": PythonImageToolEnv,
-    "mir+python": PythonImageToolEnv,
-    "synthetic+python": PythonImageToolEnv,
-    "crop+python": PythonCropToolEnv,  # crop + python: recipes/code_curriculum.yaml
-}
-# The benchmark whose tasks each environment plays (the synthetic tasks are TIR-Bench's format). Rows of an SFT
-# data set carry no data_source; a mixed one (data_builders/commands/mixed_tasks.py) gets it from here, so that the checkpoint
-# records each benchmark's tools for eval.
+    **{name: cls for name, (cls, _) in _SERVED.items()},
+    **{name + PYTHON: WITH_PYTHON[cls] for name, (cls, _) in _SERVED.items() if cls in WITH_PYTHON}}
+# The benchmark whose tasks each environment plays. Rows of an SFT data set carry no data_source; a mixed one
+# (data_builders/commands/mixed_tasks.py) gets it from here, so that the checkpoint records each benchmark's tools
+# for eval.
 BENCHMARK_OF_ENVIRONMENT: dict[str, str] = {
-    "tir_bench": "tir_bench", "mir": "mir", "synthetic": "tir_bench", "crop": "tir_bench",
-    "disbench": "disbench", "photo_search": "disbench", "imagemining": "imagemining", "web_search": "imagemining",
-    "tir_bench+python": "tir_bench", "mir+python": "mir", "synthetic+python": "tir_bench",
-    "crop+python": "tir_bench"}
+    **{name: benchmark for name, (_, benchmark) in _SERVED.items()},
+    **{name + PYTHON: benchmark for name, (cls, benchmark) in _SERVED.items() if cls in WITH_PYTHON}}
+# The environments with the image tools alone: the synthetic tasks' oracle plays them (train/grpo.py).
+IMAGE_TOOL_ENVIRONMENTS = tuple(name for name, (cls, _) in _SERVED.items() if cls in (ImageToolEnv, CropToolEnv))
 # Tool sets (recipes' and eval's `tool_set`): "image", each environment's own tools; "image+python" adds the
 # sandboxed python tool to every environment with the image tools (the others keep theirs).
 TOOL_SETS = ("image", "image+python")
 
-__all__ = ["BENCHMARK_OF_ENVIRONMENT", "ENVIRONMENTS", "TOOL_SETS", "CropToolEnv", "ImageSeekerEnv", "ImageToolEnv",
+__all__ = ["BENCHMARK_OF_ENVIRONMENT", "ENVIRONMENTS", "IMAGE_TOOL_ENVIRONMENTS", "TOOL_SETS", "CropToolEnv", "ImageSeekerEnv", "ImageToolEnv",
            "PhotoCollectionEnv", "PhotoSearchEnv", "PythonImageToolEnv", "WebImageEnv", "WebSearchEnv",
            "check_tool_set", "env_class", "tool_schemas", "with_tool_set"]
 
@@ -58,8 +53,8 @@ def with_tool_set(environment: str, tool_set: str) -> str:
     >>> with_tool_set("tir_bench+python", "image")  # "image" keeps what was asked (a checkpoint's record)
     'tir_bench+python'
     """
-    if tool_set == "image+python" and f"{environment}+python" in ENVIRONMENTS:
-        return f"{environment}+python"
+    if tool_set == "image+python" and environment + PYTHON in ENVIRONMENTS:
+        return environment + PYTHON
     return environment
 
 

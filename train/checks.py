@@ -70,7 +70,7 @@ def check_sft(script_args, training_args, model_args, planned: Iterable[str | Pa
 
 def check_grpo(script_args, training_args, model_args, planned: Iterable[str | Path] = ()) -> None:
     from lookcloser.agent.environments import ENVIRONMENTS, check_tool_set
-    from lookcloser.data_builders.grpo_rows import resolve_path
+    from lookcloser.data_builders.grpo_rows import DATASET_KINDS, ROW_FORMATS, resolve_path
     from lookcloser.data_builders.synthetic import TASKS
     from lookcloser.rewards import REGISTRY
     from lookcloser.train.entry import check_output_dir
@@ -89,15 +89,17 @@ def check_grpo(script_args, training_args, model_args, planned: Iterable[str | P
         raise RecipeError("environment: per_row reads each row's `environment` column: set dataset_path (e.g. a "
                           "data set written by data_builders/commands/mixed_tasks.py) or dataset_name")
     check_names("synthetic_tasks", script_args.synthetic_tasks, TASKS)
-    check_names("dataset_kind", [script_args.dataset_kind], ("auto", "saved", "mir", "disbench", "records"))
+    check_names("dataset_kind", [script_args.dataset_kind], DATASET_KINDS)
     if script_args.dataset_path:
         check_path("dataset_path", resolve_path(script_args.dataset_path), "any", planned)
     if script_args.synthetic_images not in (None, "generated"):
         check_path("synthetic_images", resolve_path(script_args.synthetic_images), "folder", planned)
     check_path("images_root", script_args.images_root, "folder", planned)
     check_path("disbench_root", script_args.disbench_root, "folder", planned)
-    if script_args.dataset_kind == "disbench" and not script_args.disbench_root:
-        raise RecipeError("DISBench queries need `disbench_root` (the folder with metadata/ and images/)")
+    row_format = ROW_FORMATS.get(script_args.dataset_kind)
+    for key, problem in (row_format.required.items() if row_format else ()):
+        if not getattr(script_args, key):
+            raise RecipeError(problem)
     check_range("mir_stage", script_args.mir_stage, *MIR_STAGES)
     check_range("synthetic_count", script_args.synthetic_count, 1)
     check_range("synthetic_base_size", script_args.synthetic_base_size, 16)

@@ -22,6 +22,7 @@ from typing import ClassVar
 
 from trl import ModelConfig, ScriptArguments
 
+from lookcloser.data_builders.synthetic import BENCHMARK as SYNTHETIC_BENCHMARK
 from lookcloser.data_builders.synthetic import SyntheticConfig
 from lookcloser.recipes import RecipeError, RecipeRecord
 from lookcloser.train.entry import (
@@ -76,7 +77,7 @@ class GRPOScriptArguments(FusedKernelsArguments, ScriptArguments, DashboardArgum
                 "The adapter folder itself loads too (eval, GRPO, the next curriculum stage)."})
     system_prompt: str | None = field(default=None, metadata={
         "help": "None: prompts as in the data; 'default': agent.loop's system prompt (as eval uses); or any text."})
-    environment: str = field(default="tir_bench", metadata={
+    environment: str = field(default=SYNTHETIC_BENCHMARK, metadata={
         "help": "Agent environment (agent.environments.ENVIRONMENTS): tir_bench, mir, synthetic, disbench, "
                 "imagemining, ...; 'none' for no tools; 'per_row': the data set's `environment` column names each "
                 "row's environment (or 'none'), and each prompt shows that environment's tools only (a run over "
@@ -194,7 +195,9 @@ def _init_cpu_deepspeed(training_args) -> None:
 
 def synthetic_settings(script_args: GRPOScriptArguments) -> dict:
     """``synthetic_dataset`` arguments from the recipe (the oracle calls the recipe's environment's tools)."""
-    env = script_args.environment if script_args.environment in ("crop", "tir_bench", "mir", "synthetic") else "tir_bench"
+    from lookcloser.agent.environments import IMAGE_TOOL_ENVIRONMENTS
+
+    env = script_args.environment if script_args.environment in IMAGE_TOOL_ENVIRONMENTS else SYNTHETIC_BENCHMARK
     return {"images": script_args.synthetic_images, "count": script_args.synthetic_count,
             "seed": script_args.synthetic_seed, "tasks": script_args.synthetic_tasks,
             "base_size": script_args.synthetic_base_size, "canvas_size": script_args.synthetic_canvas_size,
