@@ -214,7 +214,7 @@ def _own_score(source: str, text: str, info: dict) -> float:
 def test_rewards_score_each_row_by_its_own_benchmark(mixed):
     from datasets import load_from_disk
 
-    from lookcloser.train.grpo_lib.trainer import LookcloserGRPOConfig
+    from lookcloser.train.grpo_lib.configs import LookcloserGRPOConfig
 
     rows = load_from_disk(str(mixed)).remove_columns("images")
     columns = {name: list(rows[name]) for name in rows.column_names}

@@ -69,7 +69,7 @@ def check_sft(script_args, training_args, model_args, planned: Iterable[str | Pa
 
 
 def check_grpo(script_args, training_args, model_args, planned: Iterable[str | Path] = ()) -> None:
-    from lookcloser.agent.environments import ENVIRONMENTS, check_tool_set
+    from lookcloser.agent.environments import ENVIRONMENT_NAMES, check_tool_set, environment_class
     from lookcloser.data_builders.grpo_rows import DATASET_KINDS, ROW_FORMATS, resolve_path
     from lookcloser.data_builders.synthetic import TASKS
     from lookcloser.rewards import REGISTRY
@@ -82,7 +82,8 @@ def check_grpo(script_args, training_args, model_args, planned: Iterable[str | P
     if weights is not None and len(weights) != len(script_args.reward_funcs):
         raise RecipeError(f"reward_weights has {len(weights)} values for {len(script_args.reward_funcs)} reward_funcs "
                           f"({', '.join(script_args.reward_funcs)})")
-    check_environment(script_args.environment, script_args.environment_kwargs, ENVIRONMENTS)
+    check_environment(script_args.environment, script_args.environment_kwargs,
+                      {name: environment_class(name) for name in ENVIRONMENT_NAMES})
     check_tool_set(script_args.tool_set, need_sandbox=script_args.environment not in (None, "", "none"),
                    environment=script_args.environment)
     if script_args.environment == "per_row" and not (script_args.dataset_path or script_args.dataset_name):

@@ -59,13 +59,13 @@ def split_source(pair: str) -> tuple[str, str]:
     >>> split_source("outputs/x/data/train/grpo=crop")
     ('outputs/x/data/train/grpo', 'crop')
     """
-    from lookcloser.agent.environments import ENVIRONMENTS
+    from lookcloser.agent.environments import ENVIRONMENT_NAMES
     from lookcloser.checks import check_names
 
     path, sep, environment = pair.rpartition("=")
     if not sep or not path:
         raise RecipeError(f"sources: {pair!r} is not PATH=ENVIRONMENT")
-    check_names(f"sources: {pair}: environment", [environment], [*ENVIRONMENTS, "none"])
+    check_names(f"sources: {pair}: environment", [environment], [*ENVIRONMENT_NAMES, "none"])
     return path, environment
 
 
