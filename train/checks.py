@@ -10,8 +10,13 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Iterable
+from importlib import metadata, util
 from pathlib import Path
 
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+from lookcloser.agent.environments import ENVIRONMENT_NAMES, check_tool_set, environment_class
 from lookcloser.checks import (
     check_model_name,
     check_names,
@@ -19,7 +24,11 @@ from lookcloser.checks import (
     check_path,
     check_range,
 )
+from lookcloser.data_builders.grpo_rows import DATASET_KINDS, ROW_FORMATS, resolve_path
+from lookcloser.data_builders.synthetic import TASKS
 from lookcloser.errors import RecipeError
+from lookcloser.rewards import REGISTRY
+from lookcloser.train.entry import check_output_dir
 
 MIR_STAGES = (0, 4)
 # The vLLM releases TRL 1.16 drives (trl.import_utils.is_vllm_available warns outside them); docs/grpo.md
@@ -53,8 +62,6 @@ def check_training(training_args, model_args, planned: Iterable[str | Path] = ()
 
 
 def check_sft(script_args, training_args, model_args, planned: Iterable[str | Path] = ()) -> None:
-    from lookcloser.train.entry import check_output_dir
-
     check_training(training_args, model_args, planned)
     check_output_dir(script_args, training_args, model_args)
     if not script_args.dataset_path and not script_args.dataset_name:
@@ -69,12 +76,6 @@ def check_sft(script_args, training_args, model_args, planned: Iterable[str | Pa
 
 
 def check_grpo(script_args, training_args, model_args, planned: Iterable[str | Path] = ()) -> None:
-    from lookcloser.agent.environments import ENVIRONMENT_NAMES, check_tool_set, environment_class
-    from lookcloser.data_builders.grpo_rows import DATASET_KINDS, ROW_FORMATS, resolve_path
-    from lookcloser.data_builders.synthetic import TASKS
-    from lookcloser.rewards import REGISTRY
-    from lookcloser.train.entry import check_output_dir
-
     check_training(training_args, model_args, planned)
     check_output_dir(script_args, training_args, model_args)
     check_names("reward_funcs", script_args.reward_funcs, sorted(REGISTRY))
@@ -146,11 +147,6 @@ def check_vllm(use_vllm: bool) -> None:
     the installed package's metadata (importing vLLM takes seconds and initialises CUDA)."""
     if not use_vllm:
         return
-    from importlib import metadata, util
-
-    from packaging.requirements import Requirement
-    from packaging.version import Version
-
     hint = "see docs/grpo.md, \"vLLM\", for the releases that meet this project's pins"
     try:
         version = metadata.version("vllm")
