@@ -99,7 +99,7 @@ def arrange_imagemining(target: Path) -> None:
                 row["image"] = name
             lines.append(json.dumps(row, ensure_ascii=False, default=str))
     (target / DATA_FILE).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    logger.info(f"{NAME}: wrote %d rows from %d parquet file(s) as data.jsonl + images/", len(lines), len(shards))
+    logger.info("%s: wrote %d rows from %d parquet file(s) as data.jsonl + images/", NAME, len(lines), len(shards))
 
 
 SPEC = BenchmarkSpec(

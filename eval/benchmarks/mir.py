@@ -93,7 +93,7 @@ def _first(paths) -> Path | None:
 
 def arrange_mir(target: Path) -> None:
     """Make MIR's image paths resolve from ``all_data_rel.json``'s folder or its ``images/`` (what
-    ``eval.loaders`` reads): a zip that unpacked under another top folder is renamed ``images/``."""
+    ``load_mir`` reads): a zip that unpacked under another top folder is renamed ``images/``."""
     data = _first(target.rglob(DATA_FILE))
     if data is None:
         return
@@ -106,12 +106,12 @@ def arrange_mir(target: Path) -> None:
     for candidate in sorted(p for p in folder.rglob("*") if p.is_dir() and not p.name.startswith(".")):
         if (candidate / first).exists():
             if (folder / "images").exists():
-                logger.warning(f"{NAME}: images are under %s but %s exists; move them there", candidate, folder / "images")
+                logger.warning("%s: images are under %s but %s exists; move them there", NAME, candidate, folder / "images")
                 return
             candidate.rename(folder / "images")
-            logger.info(f"{NAME}: moved %s to %s", candidate, folder / "images")
+            logger.info("%s: moved %s to %s", NAME, candidate, folder / "images")
             return
-    logger.warning(f"{NAME}: image %s of the first record is not under %s", first, folder)
+    logger.warning("%s: image %s of the first record is not under %s", NAME, first, folder)
 
 
 SPEC = BenchmarkSpec(
