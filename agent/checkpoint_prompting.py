@@ -75,14 +75,15 @@ def environment_of(tools_json: str | None) -> str | None:
     >>> environment_of(json.dumps(tool_schemas(ENVIRONMENTS["web_search"]))), environment_of("")
     ('web_search', None)
     """
-    from lookcloser.agent.environments import ENVIRONMENTS, tool_names
+    from lookcloser.agent.environments import ENVIRONMENT_NAMES, environment_class, tool_names
 
     try:
         names = sorted(tool["function"]["name"] for tool in json.loads(tools_json)) if tools_json else None
     except (ValueError, TypeError, KeyError):
         return None
     # The first registered name wins where two share a class (tir_bench, mir and synthetic: the image tools).
-    return next((name for name, cls in ENVIRONMENTS.items() if names and sorted(tool_names(cls)) == names), None)
+    return next((name for name in ENVIRONMENT_NAMES if names and sorted(tool_names(environment_class(name))) == names),
+                None)
 
 
 def write_prompting(folder: str | Path, prompting: dict, benchmark: str | None = None,

@@ -12,54 +12,71 @@ import functools
 import json
 from collections.abc import Callable
 
+from lookcloser.agent import image_env, photo_env, web_env
 from lookcloser.agent.code_env import PythonCropToolEnv, PythonImageToolEnv
 from lookcloser.agent.image_env import CropToolEnv, ImageToolEnv
 from lookcloser.agent.photo_env import ImageSeekerEnv, PhotoCollectionEnv, PhotoSearchEnv
+from lookcloser.agent.tool_sets import IMAGE, IMAGE_PYTHON, TOOL_SETS
 from lookcloser.agent.toolkit import ToolEnv, tool_names
 from lookcloser.agent.web_env import WebImageEnv, WebSearchEnv
+from lookcloser.checks import check_names
+from lookcloser.errors import RecipeError
 
-ENVIRONMENTS: dict[str, type[ToolEnv]] = {
-    "tir_bench": ImageToolEnv,
-    "mir": ImageToolEnv,
-    "synthetic": ImageToolEnv,
-    "crop": CropToolEnv,  # crop only: the tool curriculum (recipes/tool_curriculum.yaml)
-    "disbench": ImageSeekerEnv,  # DISBench's upstream tool names (ImageSearch, FilterMetadata, ...)
-    "photo_search": PhotoSearchEnv,  # FilterMetadata + ImageSearch: recipes/photo_search_curriculum.yaml
-    "imagemining": WebImageEnv,
-    "web_search": WebSearchEnv,  # web_search only: recipes/web_search_curriculum.yaml
-    # The image tools + python (model-written code in agent.sandbox): what `tool_set: image+python` picks.
-    "tir_bench+python": PythonImageToolEnv,
-    "mir+python": PythonImageToolEnv,
-    "synthetic+python": PythonImageToolEnv,
-    "crop+python": PythonCropToolEnv,  # crop + python: recipes/code_curriculum.yaml
-}
-# The benchmark whose tasks each environment plays (the synthetic tasks are TIR-Bench's format). Rows of an SFT
-# data set carry no data_source; a mixed one (data_builders/commands/mixed_tasks.py) gets it from here, so that the checkpoint
-# records each benchmark's tools for eval.
+# Each environment module names the environments it serves and the benchmark each plays (the synthetic tasks are
+# TIR-Bench's format); listed here in the order the choices are shown.
+_SERVED = {**image_env.ENVIRONMENTS, **photo_env.ENVIRONMENTS, **web_env.ENVIRONMENTS}
+ENVIRONMENTS: dict[str, type[ToolEnv]] = {name: cls for name, (cls, _) in _SERVED.items()}
+# What each tool set (agent.tool_sets) makes of an environment's class; a class not listed keeps its own tools.
+TOOL_SET_CLASSES: dict[str, dict[type[ToolEnv], type[ToolEnv]]] = {
+    IMAGE: {}, IMAGE_PYTHON: {ImageToolEnv: PythonImageToolEnv, CropToolEnv: PythonCropToolEnv}}
+# The names an environment with the python tool had before tool sets composed with environments: recipes, data sets'
+# `environment` columns and saved checkpoints' prompting records still name them (and new records do, so that an
+# older checkout reads them).
+PYTHON = "+python"
+ALIASES: dict[str, tuple[str, str]] = {name + PYTHON: (name, IMAGE_PYTHON) for name, cls in ENVIRONMENTS.items()
+                                       if cls in TOOL_SET_CLASSES[IMAGE_PYTHON]}
+ENVIRONMENT_NAMES: tuple[str, ...] = (*ENVIRONMENTS, *ALIASES)  # every name a recipe or a record may give
+# The benchmark whose tasks each environment plays. Rows of an SFT data set carry no data_source; a mixed one
+# (data_builders/commands/mixed_tasks.py) gets it from here, so that the checkpoint records each benchmark's tools
+# for eval.
 BENCHMARK_OF_ENVIRONMENT: dict[str, str] = {
-    "tir_bench": "tir_bench", "mir": "mir", "synthetic": "tir_bench", "crop": "tir_bench",
-    "disbench": "disbench", "photo_search": "disbench", "imagemining": "imagemining", "web_search": "imagemining",
-    "tir_bench+python": "tir_bench", "mir+python": "mir", "synthetic+python": "tir_bench",
-    "crop+python": "tir_bench"}
-# Tool sets (recipes' and eval's `tool_set`): "image", each environment's own tools; "image+python" adds the
-# sandboxed python tool to every environment with the image tools (the others keep theirs).
-TOOL_SETS = ("image", "image+python")
+    **{name: benchmark for name, (_, benchmark) in _SERVED.items()},
+    **{alias: _SERVED[name][1] for alias, (name, _) in ALIASES.items()}}
+# The environments with the image tools alone: the synthetic tasks' oracle plays them (train/grpo_lib/data.py).
+IMAGE_TOOL_ENVIRONMENTS = tuple(name for name, cls in ENVIRONMENTS.items() if cls in (ImageToolEnv, CropToolEnv))
 
-__all__ = ["BENCHMARK_OF_ENVIRONMENT", "ENVIRONMENTS", "TOOL_SETS", "CropToolEnv", "ImageSeekerEnv", "ImageToolEnv",
-           "PhotoCollectionEnv", "PhotoSearchEnv", "PythonImageToolEnv", "WebImageEnv", "WebSearchEnv",
-           "check_tool_set", "env_class", "tool_schemas", "with_tool_set"]
+__all__ = ["ALIASES", "BENCHMARK_OF_ENVIRONMENT", "ENVIRONMENTS", "ENVIRONMENT_NAMES", "IMAGE_TOOL_ENVIRONMENTS",
+           "TOOL_SETS", "CropToolEnv", "ImageSeekerEnv", "ImageToolEnv", "PhotoCollectionEnv", "PhotoSearchEnv",
+           "PythonImageToolEnv", "WebImageEnv", "WebSearchEnv", "check_tool_set", "env_class", "environment_class",
+           "tool_schemas", "with_tool_set"]
+
+
+def environment_class(name: str, tool_set: str = IMAGE) -> type[ToolEnv]:
+    """The class of environment ``name`` (or an alias) with ``tool_set``'s tools: environment x tool set.
+
+    >>> environment_class("crop", "image+python").__name__, environment_class("crop+python").__name__
+    ('PythonCropToolEnv', 'PythonCropToolEnv')
+    >>> environment_class("disbench", "image+python").__name__  # keeps its own tools
+    'ImageSeekerEnv'
+    """
+    base, named_set = ALIASES.get(name, (name, IMAGE))
+    cls = ENVIRONMENTS[base]
+    for chosen in (named_set, tool_set):
+        cls = TOOL_SET_CLASSES[chosen].get(cls, cls)
+    return cls
 
 
 def with_tool_set(environment: str, tool_set: str) -> str:
-    """The environment that offers ``tool_set`` in place of ``environment`` (a name of ``ENVIRONMENTS``).
+    """The name a prompting record gives ``environment`` with ``tool_set`` (an alias where one exists), which
+    ``environment_class`` reads back.
 
     >>> with_tool_set("tir_bench", "image+python"), with_tool_set("disbench", "image+python")
     ('tir_bench+python', 'disbench')
     >>> with_tool_set("tir_bench+python", "image")  # "image" keeps what was asked (a checkpoint's record)
     'tir_bench+python'
     """
-    if tool_set == "image+python" and f"{environment}+python" in ENVIRONMENTS:
-        return f"{environment}+python"
+    if tool_set == IMAGE_PYTHON and environment + PYTHON in ALIASES:
+        return environment + PYTHON
     return environment
 
 
@@ -76,17 +93,16 @@ def check_tool_set(tool_set: str, flag: str = "tool_set", need_sandbox: bool = T
     ...
     lookcloser.errors.RecipeError: tool_set: unknown name 'image+pyhton'; did you mean image+python? (choose from image, image+python)
     """
-    from lookcloser.checks import check_names
-    from lookcloser.errors import RecipeError
-
     check_names(flag, [tool_set], TOOL_SETS)
-    asked = "python" in tool_set or (environment or "").endswith("+python")
-    if need_sandbox and asked:
-        from lookcloser.agent.sandbox import sandbox_problem
+    named_set = ALIASES.get(environment or "", (None, IMAGE))[1]
+    if need_sandbox and IMAGE_PYTHON in (tool_set, named_set):
+        from lookcloser.agent.sandbox import (
+            sandbox_problem,  # here: only a run with the python tool probes it
+        )
 
         problem = sandbox_problem()
         if problem:
-            where = f"{flag}: {tool_set}" if "python" in tool_set else f"environment: {environment}"
+            where = f"{flag}: {tool_set}" if tool_set == IMAGE_PYTHON else f"environment: {environment}"
             raise RecipeError(f"{where}: {problem}")
 
 

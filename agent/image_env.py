@@ -159,3 +159,11 @@ def _fmt_box(box: list[float]) -> str:
     '[0.1, 0.25, 1, 1]'
     """
     return "[" + ", ".join(f"{v:g}" for v in box) + "]"
+
+
+# The environment names this module's classes serve: name -> (class, the benchmark whose tasks it plays).
+# agent.environments composes them (and a tool set: agent.environments.TOOL_SETS).
+# The synthetic tasks are TIR-Bench's format; crop (crop only) is the tool curriculum's (recipes/tool_curriculum.yaml).
+ENVIRONMENTS: dict[str, tuple[type[ToolEnv], str]] = {
+    "tir_bench": (ImageToolEnv, "tir_bench"), "mir": (ImageToolEnv, "mir"), "synthetic": (ImageToolEnv, "tir_bench"),
+    "crop": (CropToolEnv, "tir_bench")}

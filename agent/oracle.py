@@ -13,7 +13,7 @@ import json
 import random
 from pathlib import Path
 
-from lookcloser.agent.environments import ENVIRONMENTS
+from lookcloser.agent.environments import environment_class
 from lookcloser.agent.environments import tool_schemas as env_tool_schemas
 from lookcloser.agent.photo_env import listed_ids
 from lookcloser.agent.toolkit import call_failed, tool_names
@@ -23,9 +23,9 @@ from lookcloser.data_builders.tool_sft import call_message, final_message, user_
 
 
 def tool_schemas(environment: str = "tir_bench") -> list[dict]:
-    """JSON schemas of an environment's tools (``agent.environments.ENVIRONMENTS``), exactly as TRL's
+    """JSON schemas of an environment's tools (``agent.environments.environment_class``), exactly as TRL's
     GRPO and ``agent.loop`` show them to the model."""
-    return env_tool_schemas(ENVIRONMENTS[environment])
+    return env_tool_schemas(environment_class(environment))
 
 
 def oracle_trajectory(item: SyntheticItem, out_dir: str | Path, environment: str = "tir_bench") -> dict | None:
@@ -60,7 +60,7 @@ def open_oracle_episode(environment: str, question: str, images: list[str], exam
     """A fresh environment reset on the row (``example`` + ``images``) and the question turn: the images,
     the question, then the reset observation as a text block, as TRL's GRPO appends it (the cold-start
     SFT prompt must read exactly as the GRPO prompt)."""
-    env = ENVIRONMENTS[environment]()
+    env = environment_class(environment)()
     observation = env.reset(**(example or {}), images=list(images))
     messages = [user_message(len(images), question)]
     if observation:

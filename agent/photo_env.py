@@ -328,3 +328,11 @@ class PhotoSearchEnv(ImageSeekerEnv):
         """
         hits = self._search(query, top_k, subset)
         return f"{len(hits)} photos, best first: {self._list_ids([pid for pid, _ in hits])}"
+
+
+# The environment names this module's classes serve: name -> (class, the benchmark whose tasks it plays).
+# agent.environments composes them (and a tool set: agent.environments.TOOL_SETS).
+# disbench: DISBench's upstream tool names (ImageSearch, FilterMetadata, ...); photo_search: FilterMetadata +
+# ImageSearch (recipes/photo_search_curriculum.yaml).
+ENVIRONMENTS: dict[str, tuple[type[ToolEnv], str]] = {
+    "disbench": (ImageSeekerEnv, "disbench"), "photo_search": (PhotoSearchEnv, "disbench")}

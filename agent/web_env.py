@@ -124,3 +124,10 @@ class WebSearchEnv(WebSearchTools, ToolEnv):
         self._reset_counters()
         self._reset_search(example)
         return None
+
+
+# The environment names this module's classes serve: name -> (class, the benchmark whose tasks it plays).
+# agent.environments composes them (and a tool set: agent.environments.TOOL_SETS).
+# web_search: web_search only (recipes/web_search_curriculum.yaml).
+ENVIRONMENTS: dict[str, tuple[type[ToolEnv], str]] = {
+    "imagemining": (WebImageEnv, "imagemining"), "web_search": (WebSearchEnv, "imagemining")}

@@ -16,10 +16,16 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-from lookcloser.data_builders.search_tasks import disbench_question
+from lookcloser.data_builders import disbench, mir
+from lookcloser.data_builders.row_formats import REPO, RowFormat, resolve_path
+from lookcloser.data_builders.synthetic import BENCHMARK as SYNTHETIC_BENCHMARK
 
-REPO = Path(__file__).resolve().parents[1]
+__all__ = ["BUNDLED_IMAGES", "DATASET_KINDS", "REPO", "ROW_FORMATS", "dataset_kind", "generated_images", "read_grpo_rows",
+           "resolve_path", "source_pictures", "synthetic_dataset", "with_system_prompt"]
 BUNDLED_IMAGES = REPO / "data" / "mir_sample"
+# The benchmarks' own files a GRPO recipe reads as rows (``dataset_kind``), each defined beside its data builder.
+ROW_FORMATS: dict[str, RowFormat] = {f.name: f for f in (mir.GRPO_ROWS, disbench.GRPO_ROWS)}
+DATASET_KINDS = ("auto", "saved", *ROW_FORMATS, "records")
 
 
 def generated_images(folder: str | Path, count: int = 12, seed: int = 0, size: int = 128) -> Path:
@@ -42,12 +48,6 @@ def generated_images(folder: str | Path, count: int = 12, seed: int = 0, size: i
     return folder
 
 
-def resolve_path(path: str | Path) -> Path:
-    """A recipe path: as given (relative to the working directory), else relative to the repository."""
-    path = Path(path)
-    return path if path.is_absolute() or path.exists() else REPO / path
-
-
 def source_pictures(images: str | None, out_dir: str | Path, seed: int = 0) -> Path:
     """The pictures synthetic tasks are drawn on: the folder ``images``; None: the bundled
     ``data/mir_sample`` (PIL-drawn pictures under ``out_dir/source_images`` when it is absent);
@@ -59,7 +59,7 @@ def source_pictures(images: str | None, out_dir: str | Path, seed: int = 0) -> P
 
 def synthetic_dataset(out_dir: str | Path, build_synthetic, *, images: str | None = None, count: int = 32,
                       seed: int = 0, tasks: list[str] | None = None, base_size: int = 256, canvas_size: int = 768,
-                      environment: str = "tir_bench", return_dir: bool = False):
+                      environment: str = SYNTHETIC_BENCHMARK, return_dir: bool = False):
     """Generate (or reuse) seeded synthetic TIR-format tasks under ``out_dir``; return the GRPO rows.
 
     ``build_synthetic``: ``agent.oracle.build_synthetic``, passed in by the caller because the oracle
@@ -77,7 +77,7 @@ def synthetic_dataset(out_dir: str | Path, build_synthetic, *, images: str | Non
     cfg = SyntheticConfig(seed=seed, tasks=tuple(tasks or TASKS), base_size=base_size, canvas_size=canvas_size)
     settings = {"source": str(source.resolve()), "count": count, **{k: list(v) if isinstance(v, tuple) else v
                                                                     for k, v in vars(cfg).items()}}
-    if environment != "tir_bench":  # keeps the keys of folders built before this setting existed
+    if environment != SYNTHETIC_BENCHMARK:  # keeps the keys of folders built before this setting existed
         settings["environment"] = environment
     key = hashlib.sha1(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
     # deterministic: the same settings always give the same tasks, so a folder built with them is kept
@@ -87,50 +87,12 @@ def synthetic_dataset(out_dir: str | Path, build_synthetic, *, images: str | Non
     return (rows, target) if return_dir else rows
 
 
-def mir_grpo_dataset(path: str | Path, images_root: str | Path | None = None, stage: int = 4):
-    """MIR questions as GRPO prompts (the stage's user turn; 4 = autonomous, no context) + gold letter."""
-    from datasets import Dataset, Image, Sequence
-
-    from lookcloser.data_builders.mir import answer_letter, build_stage, load_mir_records
-
-    rows = []
-    for record in load_mir_records(resolve_path(path), images_root and resolve_path(images_root)):
-        staged = build_stage(record, stage)
-        rows.append({"prompt": [staged["messages"][0]], "images": staged["images"], "data_source": "mir",
-                     "reward_info": json.dumps({"answer": answer_letter(record)}),
-                     "task": str(record.get("subtask") or ""), "id": str(record.get("id"))})
-    return Dataset.from_list(rows).cast_column("images", Sequence(Image()))
-
-
-def disbench_grpo_dataset(path: str | Path, data_root: str | Path):
-    """DISBench queries (``queries.jsonl``: query_id, user_id, query, answer) as GRPO prompts."""
-    from datasets import Dataset
-
-    from lookcloser.data_builders.records import iter_jsonl
-
-    root = resolve_path(data_root)
-    rows = []
-    for query in iter_jsonl(resolve_path(path)):
-        rows.append({"prompt": [{"role": "user", "content": [{"type": "text",
-                                                              "text": disbench_question(query["query"])}]}],
-                     "data_source": "disbench", "reward_info": json.dumps({"answer": list(query["answer"])}),
-                     "user_id": str(query["user_id"]), "data_root": str(root),
-                     "task": str(query.get("event_type") or ""), "id": str(query.get("query_id"))})
-    return Dataset.from_list(rows)
-
-
 def dataset_kind(path: Path) -> str:
-    """What a GRPO ``dataset_path`` holds: ``saved`` (a data set folder), ``mir`` (MIR's JSON),
-    ``disbench`` (DISBench's queries.jsonl) or ``records`` (any other .jsonl / .parquet of rows)."""
+    """What a GRPO ``dataset_path`` holds: ``saved`` (a data set folder), a benchmark's own file (``ROW_FORMATS``:
+    MIR's JSON, DISBench's queries.jsonl) or ``records`` (any other .jsonl / .parquet of rows)."""
     if path.is_dir():
         return "saved"
-    if path.suffix == ".json":
-        return "mir"
-    if path.suffix == ".jsonl":
-        with path.open(encoding="utf-8") as f:
-            first = json.loads(next((line for line in f if line.strip()), "{}"))
-        return "disbench" if {"query", "user_id", "answer"} <= set(first) else "records"
-    return "records"
+    return next((name for name, row_format in ROW_FORMATS.items() if row_format.recognise(path)), "records")
 
 
 def read_grpo_rows(dataset_path: str | Path, kind: str = "auto", *, images_root: str | None = None,
@@ -138,18 +100,13 @@ def read_grpo_rows(dataset_path: str | Path, kind: str = "auto", *, images_root:
     """The GRPO rows of a file or folder of one of ``dataset_kind``'s formats (``auto``: told apart)."""
     from lookcloser.data_builders.output import load_records
     from lookcloser.data_builders.records import RecordError
-    from lookcloser.errors import RecipeError
 
     path = resolve_path(dataset_path)
     if not path.exists():
         raise RecordError(path, None, None, "data file not found")
     kind = dataset_kind(path) if kind == "auto" else kind
-    if kind == "mir":
-        return mir_grpo_dataset(path, images_root, mir_stage)
-    if kind == "disbench":
-        if not disbench_root:
-            raise RecipeError("DISBench queries need `disbench_root` (the folder with metadata/ and images/)")
-        return disbench_grpo_dataset(path, disbench_root)
+    if kind in ROW_FORMATS:
+        return ROW_FORMATS[kind].read(path, images_root=images_root, mir_stage=mir_stage, disbench_root=disbench_root)
     return load_records(path)  # a saved folder, or a .parquet or .jsonl file of rows: the loader SFT uses too
 
 

@@ -22,22 +22,22 @@ Held out means (tests/test_heldout.py checks them):
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-HELDOUT_SEEDS = range(1000, 10000)
-from lookcloser.data_builders.scenes import WRITERS as SCENE_WRITERS
+from lookcloser.data_builders.sample_mir import pixel_digests
+from lookcloser.data_builders.scenes import WRITERS
+from lookcloser.data_builders.scenes.tir_bench import DEFAULT_MODEL_PIXELS
 
+__all__ = ["DEFAULT_GENERATED", "DEFAULT_MODEL_PIXELS", "GENERATED", "HELDOUT_SEEDS", "HeldoutArguments", "check_benchmarks",
+           "check_seed", "check_training_seed", "main", "pixel_digests", "write_heldout"]
+HELDOUT_SEEDS = range(1000, 10000)
 # Written by default: the four benchmarks the curriculum trains for; the other benchmarks' generators
 # (data_builders/scenes/) on request.
-DEFAULT_GENERATED = ("tir_bench", "mir", "disbench", "imagemining")
-GENERATED = (*DEFAULT_GENERATED, *SCENE_WRITERS)
-# The embedded default's pixel budget (128 x 128): visual_search sizes its canvas so that the target is
-# unreadable without the crop at the resolution the model sees. A larger model: pass its processor's.
-DEFAULT_MODEL_PIXELS = 128 * 128
+DEFAULT_GENERATED = tuple(name for name, writer in WRITERS.items() if writer.default)
+GENERATED = tuple(WRITERS)
 
 
 def check_seed(seed: int, name: str = "--seed") -> None:
@@ -67,66 +67,22 @@ def check_benchmarks(benchmarks, name: str = "--benchmarks") -> None:
     check_names(name.lstrip("-"), benchmarks, list(GENERATED))
 
 
-# The bundled training pictures (data/mir_sample, data/mir_train) where the checkout has them.
-TRAINING_PICTURES = Path(__file__).resolve().parents[1] / "data"
-
-
-def write_mir(out: Path, seed: int, per_family: int = 16) -> Path:
-    """MIR records from ``sample_mir``'s families, redrawn wherever a picture equals a training one."""
-    from lookcloser.data_builders.sample_mir import generate_sample
-
-    generate_sample(out, per_family=per_family, seed=seed, avoid=set(pixel_digests(TRAINING_PICTURES)))
-    return out
-
-
-def write_tir_bench(out: Path, seed: int, count: int, tasks: tuple[str, ...], source: Path,
-                    model_pixels: int = DEFAULT_MODEL_PIXELS) -> Path:
-    """TIR-Bench.json + data/ from ``source`` pictures, with the tool curriculum's generator settings."""
-    from lookcloser.data_builders.synthetic import SyntheticConfig, generate_items
-
-    cfg = SyntheticConfig(seed=seed, tasks=tuple(tasks), model_pixels=model_pixels)
-    records = [item.record for item in generate_items(source, out, count, cfg)]
-    (out / "TIR-Bench.json").write_text(json.dumps(records, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    return out
-
-
 def write_heldout(out_dir: str | Path, seed: int, benchmarks: tuple[str, ...] = DEFAULT_GENERATED, *,
                   mir_per_family: int = 16, tir_count: int = 60, tir_tasks: tuple[str, ...] | None = None,
                   model_pixels: int = DEFAULT_MODEL_PIXELS, disbench_count: int = 60,
                   imagemining_count: int = 60) -> dict[str, Path]:
     """Write each requested benchmark under ``out_dir/<name>``; written to a temporary folder first, so
     an interrupted run leaves nothing that looks finished."""
-    from lookcloser.data_builders.synthetic import TASKS
-
     check_seed(seed)
     check_benchmarks(benchmarks)
+    settings = {"mir_per_family": mir_per_family, "tir_count": tir_count, "tir_tasks": tir_tasks,
+                "model_pixels": model_pixels, "disbench_count": disbench_count, "imagemining_count": imagemining_count}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     work = out / f".partial-{seed}"
     shutil.rmtree(work, ignore_errors=True)
-    written = {}
     try:
-        if "mir" in benchmarks or "tir_bench" in benchmarks:
-            # The MIR pictures are the TIR tasks' source pictures too: fresh from this seed, never training's.
-            pictures = write_mir(work / "mir", seed, mir_per_family)
-            if "tir_bench" in benchmarks:
-                written["tir_bench"] = write_tir_bench(work / "tir_bench", seed, tir_count,
-                                                       tuple(tir_tasks or TASKS), pictures, model_pixels)
-            if "mir" in benchmarks:
-                written["mir"] = pictures
-        if "disbench" in benchmarks:
-            from lookcloser.data_builders.sample_disbench import write_disbench
-
-            write_disbench(work / "disbench", seed, disbench_count)
-            written["disbench"] = work / "disbench"
-        if "imagemining" in benchmarks:
-            from lookcloser.data_builders.sample_imagemining import write_imagemining
-
-            write_imagemining(work / "imagemining", seed, imagemining_count, worlds=1)
-            written["imagemining"] = work / "imagemining"
-        for name in benchmarks:
-            if name in SCENE_WRITERS:
-                written[name] = SCENE_WRITERS[name](work / name, seed)
+        written = _write_each(work, seed, benchmarks, settings)
         for name, folder in written.items():
             target = out / name
             shutil.rmtree(target, ignore_errors=True)
@@ -137,18 +93,21 @@ def write_heldout(out_dir: str | Path, seed: int, benchmarks: tuple[str, ...] = 
     return written
 
 
-def pixel_digests(folder: str | Path) -> dict[str, Path]:
-    """Pixel digest (``sample_mir.pixel_digest``) -> path of every picture under ``folder`` ({} if none)."""
-    from PIL import Image
+def _write_each(work: Path, seed: int, benchmarks, settings: dict) -> dict[str, Path]:
+    """Each requested benchmark's folder under ``work`` (the default ones first, in ``WRITERS``' order, then the
+    others as asked); a writer's source pictures are written before it, and kept only when asked for."""
+    made: dict[str, Path] = {}
 
-    from lookcloser.data_builders.sample_mir import pixel_digest
+    def make(name: str) -> Path:
+        if name not in made:
+            writer = WRITERS[name]
+            pictures = make(writer.pictures_from) if writer.pictures_from else None
+            made[name] = writer.write(work / name, seed, pictures=pictures, **settings)
+        return made[name]
 
-    digests = {}
-    for path in sorted(Path(folder).rglob("*")) if Path(folder).is_dir() else []:
-        if path.suffix.lower() in (".png", ".jpg", ".jpeg", ".webp"):
-            with Image.open(path) as img:
-                digests[pixel_digest(img)] = path
-    return digests
+    order = [n for n, w in WRITERS.items() if w.default and n in benchmarks]
+    order += [n for n in benchmarks if not WRITERS[n].default and n not in order]
+    return {name: make(name) for name in order}
 
 
 @dataclass

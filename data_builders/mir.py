@@ -9,6 +9,7 @@ including its bug of always putting img2img into the context (so stages 2-3 leak
 from __future__ import annotations
 
 import gc
+import json
 from pathlib import Path
 
 from lookcloser.data_builders.records import (
@@ -20,7 +21,9 @@ from lookcloser.data_builders.records import (
     resolve_image_path,
     validate_mir_record,
 )
+from lookcloser.data_builders.row_formats import RowFormat, resolve_path
 
+NAME = "mir"  # the benchmark (data_source, dataset_kind)
 STAGES = (0, 1, 2, 3, 4)
 PROMPT_SUFFIX = " Select the correct option from the following options: "
 ANALYZE_PREFIX = "Let's analyze these images first:"
@@ -196,7 +199,7 @@ def load_mir_records(path: str | Path, images_root: str | Path | None = None, *,
 def mir_sft_dataset(path: str | Path, images_root: str | Path | None = None, *, stage: int = 1,
                     faithful_upstream: bool = False):
     """A ``datasets.Dataset`` of staged SFT records with decoded-on-access images."""
-    from datasets import Dataset, Image, Sequence
+    from datasets import Dataset, Image, Sequence  # here: a heavy import only the GRPO rows need
 
     rows = [build_stage(record, stage, faithful_upstream=faithful_upstream)
             for record in load_mir_records(path, images_root)]
@@ -269,3 +272,24 @@ def build_mir(path: str | Path, out_dir: str | Path, report, *, images_root: str
         gc.unfreeze()
     report.rows = sum(w.rows for w in writers.values())
     return {stage: Path(w.out_dir) for stage, w in writers.items()}
+
+
+def mir_grpo_dataset(path: str | Path, images_root: str | Path | None = None, stage: int = 4):
+    """MIR questions as GRPO prompts (the stage's user turn; 4 = autonomous, no context) + gold letter."""
+    from datasets import Dataset, Image, Sequence  # here: a heavy import only the GRPO rows need
+
+    rows = []
+    for record in load_mir_records(resolve_path(path), images_root and resolve_path(images_root)):
+        staged = build_stage(record, stage)
+        rows.append({"prompt": [staged["messages"][0]], "images": staged["images"], "data_source": NAME,
+                     "reward_info": json.dumps({"answer": answer_letter(record)}),
+                     "task": str(record.get("subtask") or ""), "id": str(record.get("id"))})
+    return Dataset.from_list(rows).cast_column("images", Sequence(Image()))
+
+
+def _read_mir_rows(path: Path, *, images_root: str | None = None, mir_stage: int = 4, **_):
+    return mir_grpo_dataset(path, images_root, mir_stage)
+
+
+# MIR's all_data_rel.json as GRPO rows (hard questions from data_builders difficulty, or MIR itself).
+GRPO_ROWS = RowFormat(NAME, recognise=lambda path: path.suffix == ".json", read=_read_mir_rows)

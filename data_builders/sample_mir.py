@@ -162,6 +162,16 @@ def pixel_digest(img: Image.Image) -> str:
     return hashlib.sha1(repr(rgb.size).encode() + rgb.tobytes()).hexdigest()
 
 
+def pixel_digests(folder: str | Path) -> dict[str, Path]:
+    """Pixel digest (``pixel_digest``) -> path of every picture under ``folder`` ({} if none)."""
+    digests = {}
+    for path in sorted(Path(folder).rglob("*")) if Path(folder).is_dir() else []:
+        if path.suffix.lower() in (".png", ".jpg", ".jpeg", ".webp"):
+            with Image.open(path) as img:
+                digests[pixel_digest(img)] = path
+    return digests
+
+
 def _digests(out: Path, rels: list[str]) -> set[str]:
     digests = set()
     for rel in rels:

@@ -31,6 +31,8 @@ from PIL import Image, ImageDraw, ImageFont
 from lookcloser.data_builders.records import RecordError, check_image, resolve_image_path
 
 TASKS = ("jigsaw", "rotation_game", "spot_difference", "visual_search", "ocr")
+# The benchmark whose format the tasks take: the environment that plays them by default (its tools), and their rows'.
+BENCHMARK = "tir_bench"
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff")
 LETTERS = "ABCDEFGHIJ"
 COLOURS = {"red": (220, 30, 30), "green": (20, 170, 50), "blue": (30, 60, 230), "yellow": (245, 210, 0),

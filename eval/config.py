@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from lookcloser.agent.tool_sets import tool_set_field
 from lookcloser.checks import check_names, check_output_folder, check_range, did_you_mean
 from lookcloser.eval.benchmarks import BENCHMARKS, DEFAULT_BENCHMARKS, SPECS
-from lookcloser.eval.loaders import EvalError
+from lookcloser.eval.items import EvalError
 
 # Turn budgets per benchmark when ``max_turns`` is not set (DISBench's agent: up to 30, docs/formats.md §4).
 DEFAULT_MAX_TURNS = {name: spec.max_turns for name, spec in SPECS.items()}  # each spec's default turns
@@ -51,9 +52,7 @@ class EvalConfig:
     environment: str | None = field(default=None, metadata={
         "help": "Agent environment (agent.environments.ENVIRONMENTS) instead of the benchmark's own, for a "
                 "checkpoint trained with another tool set (e.g. crop: the tool curriculum)."})
-    tool_set: str = field(default="image", metadata={
-        "help": "image: each benchmark's own tools; image+python: also the sandboxed python tool wherever the image "
-                "tools are offered (TIR-Bench, MIR; needs bubblewrap, docs/agent.md). --tools false: no tools at all."})
+    tool_set: str = tool_set_field()  # --tools false: no tools at all
     max_turns: int | None = field(default=None, metadata={"help": "Assistant turns per episode (default per "
                                                                   "benchmark: " + str(DEFAULT_MAX_TURNS) + ")."})
     max_new_tokens_per_turn: int = field(default=1024, metadata={"help": "Token cap per turn."})
@@ -91,7 +90,7 @@ class EvalConfig:
 
     def __post_init__(self) -> None:
         """Every value checked as the config is made (paths: ``check_paths``)."""
-        from lookcloser.agent.environments import ENVIRONMENTS, check_tool_set
+        from lookcloser.agent.environments import ENVIRONMENT_NAMES, check_tool_set
 
         self.benchmark_list()
         for name, low in (("limit", 1), ("concurrency", 1), ("request_retries", 0), ("retry_backoff", 0),
@@ -102,7 +101,7 @@ class EvalConfig:
         check_range("mir_prompt_stage", self.mir_prompt_stage, 0, 3)
         check_names("dtype", [self.dtype], ("auto", "float32", "bfloat16", "float16"))
         if self.environment is not None:
-            check_names("environment", [self.environment], list(ENVIRONMENTS))
+            check_names("environment", [self.environment], list(ENVIRONMENT_NAMES))
         check_tool_set(self.tool_set, need_sandbox=self.tools, environment=self.environment)
 
     def benchmark_list(self) -> list[str]:
@@ -123,7 +122,7 @@ def benchmark_names(text: str) -> list[str]:
     >>> benchmark_names("mir,tir-bench")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    lookcloser.eval.loaders.EvalError: --benchmarks: unknown benchmark 'tir-bench'; did you mean tir_bench? (choose from tir_bench, mir, disbench, imagemining...)
+    lookcloser.eval.items.EvalError: --benchmarks: unknown benchmark 'tir-bench'; did you mean tir_bench? (choose from tir_bench, mir, disbench, imagemining...)
     """
     names = [b.strip() for b in text.split(",") if b.strip()]
     for name in names or [text]:

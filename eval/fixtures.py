@@ -5,14 +5,16 @@ Deterministic (fixed seeds, no clock), written once into ``$LOOKCLOSER_CACHE/eva
 the real files have; they do not measure model quality. MIR uses the bundled ``data/mir_sample``
 (the main job's training data) when present, else regenerates it.
 
-    python -c "from eval.fixtures import write_fixtures; print(write_fixtures('/tmp/fx'))"
+    python -c "from eval.loaders import write_fixtures; print(write_fixtures('/tmp/fx'))"
+
+Each spec (``eval/benchmarks/<name>.py``) names its writer here as ``write_fixture``; ``eval.loaders``
+writes and caches them all (``ensure_fixtures``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 import shutil
 from datetime import datetime, timedelta
@@ -20,59 +22,9 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-VERSION = "v3"  # bump when any fixture changes: cached copies are keyed by it
 REPO_MIR_SAMPLE = Path(__file__).resolve().parents[1] / "data" / "mir_sample"
 COLOURS = {"red": (220, 30, 30), "green": (30, 160, 60), "blue": (40, 70, 220), "yellow": (235, 200, 20),
            "purple": (150, 70, 190), "white": (245, 245, 245), "gray": (128, 128, 128)}
-
-
-def fixtures_dir() -> Path:
-    root = os.environ.get("LOOKCLOSER_CACHE") or Path.home() / ".cache" / "lookcloser"
-    return Path(root) / "eval_fixtures" / VERSION
-
-
-def ensure_fixtures(root: str | Path | None = None) -> Path:
-    """The fixture root, written on first use (a marker file says it is complete)."""
-    root = Path(root) if root else fixtures_dir()
-    if not (root / ".complete").exists():
-        # Written beside, then renamed: a concurrent run never reads a half-written folder.
-        tmp = root.with_name(f"{root.name}.{os.getpid()}.tmp")
-        write_fixtures(tmp)
-        try:
-            tmp.rename(root)
-        except OSError:  # another process finished first (or a stale incomplete folder is there)
-            if not (root / ".complete").exists():
-                shutil.rmtree(root, ignore_errors=True)
-                tmp.rename(root)
-        shutil.rmtree(tmp, ignore_errors=True)
-    _add_missing(root)
-    return root
-
-
-def write_fixtures(root: str | Path) -> Path:
-    """Every registered benchmark's fixture (its spec's ``write_fixture``) under ``root/<name>``."""
-    from lookcloser.eval.benchmarks import SPECS
-
-    root = Path(root)
-    for name, spec in SPECS.items():
-        spec.write_fixture(root / name)
-    (root / ".complete").write_text(VERSION + "\n")
-    return root
-
-
-def _add_missing(root: Path) -> None:
-    """A benchmark registered after the cached copy was written gets its fixture beside the others."""
-    from lookcloser.eval.benchmarks import SPECS
-
-    for name, spec in SPECS.items():
-        if not (root / name).exists():
-            tmp = root / f".{name}.{os.getpid()}.tmp"
-            shutil.rmtree(tmp, ignore_errors=True)
-            spec.write_fixture(tmp)
-            try:
-                tmp.rename(root / name)
-            except OSError:  # another process wrote it first
-                shutil.rmtree(tmp, ignore_errors=True)
 
 
 def write_mir(folder: Path) -> Path:
@@ -80,7 +32,9 @@ def write_mir(folder: Path) -> Path:
     if (REPO_MIR_SAMPLE / "all_data_rel.json").is_file():
         shutil.copytree(REPO_MIR_SAMPLE, folder, dirs_exist_ok=True)
     else:
-        from lookcloser.data_builders.sample_mir import generate_sample
+        from lookcloser.data_builders.sample_mir import (
+            generate_sample,  # only when the bundled copy is absent
+        )
 
         generate_sample(folder)
     return folder

@@ -72,7 +72,7 @@ def benchmark_config(cfg: EvalConfig, name: str, per_benchmark: dict | None) -> 
 
 def load_items(cfg: EvalConfig, per_benchmark: dict | None = None) -> tuple[dict[str, list], str]:
     """The requested benchmarks' items, from ``data_root`` or the bundled fixtures."""
-    from lookcloser.eval.fixtures import ensure_fixtures
+    from lookcloser.eval.loaders import ensure_fixtures
 
     fixtures = cfg.data_root is None
     root = ensure_fixtures() if fixtures else Path(cfg.data_root)
@@ -228,7 +228,7 @@ def evaluate(cfg: EvalConfig, policy=None, prompting_sources: dict[str, str] | N
     _check_out_dir(out, cfg, getattr(policy, "model", None) if is_endpoint(cfg.model) else None, per_benchmark)
     if cfg.gray_images:
         gray_out_images(items, out / "gray_images")
-    embedder = make_embedder(cfg.photo_embedder) if "disbench" in items else None
+    embedder = make_embedder(cfg.photo_embedder) if any(SPECS[name].retriever_report for name in items) else None
     policy = policy or build_policy(cfg)
     results: dict[str, dict] = {}
     item_rows: dict[str, list[dict]] = {}  # W&B's per-item predictions tables
@@ -249,10 +249,11 @@ def evaluate(cfg: EvalConfig, policy=None, prompting_sources: dict[str, str] | N
             item_rows[name] = prediction_rows(bench_items, predictions, rows, cfg.wandb_items)
         logger.info("%s: %s = %.3f (%d failed)", name, results[name]["primary"],
                     results[name]["overall"][results[name]["primary"]], results[name]["n_failed"])
-        if name == "disbench" and cfg.disbench_retriever:
+        report = SPECS[name].retriever_report
+        if report and cfg.disbench_retriever:
             rows = retriever_rows(bench_items, embedder, bench_out, cfg.photo_index_dir)
-            results["disbench_retriever"] = aggregate("disbench_retriever", rows)
-            results["disbench_retriever"]["embedder"] = embedder.name
+            results[report] = aggregate(report, rows)
+            results[report]["embedder"] = embedder.name
     metrics = {
         "run": {"model": cfg.model, "data": data_label, "seconds": round(time.time() - started, 1),
                 "prompting": prompting_summary(cfg, prompting_sources or {}, per_benchmark),

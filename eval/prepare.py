@@ -14,8 +14,6 @@ layout (only the hub call is replaced).
 
 from __future__ import annotations
 
-import io
-import json
 import logging
 import os
 import shutil
@@ -24,7 +22,7 @@ import zipfile
 from pathlib import Path
 
 from lookcloser.eval.benchmarks import BENCHMARKS, SPECS
-from lookcloser.eval.loaders import EvalError
+from lookcloser.eval.items import EvalError
 
 logger = logging.getLogger(__name__)
 
@@ -109,63 +107,6 @@ def _reason(err: Exception) -> str:
     cause = err.__cause__ or err
     lines = str(cause).strip().splitlines()
     return f"{type(cause).__name__}: {lines[0]}" if lines else type(cause).__name__
-
-
-def _first(paths) -> Path | None:
-    return next(iter(sorted(paths, key=lambda p: (len(p.parts), str(p)))), None)
-
-
-def arrange_mir(target: Path) -> None:
-    """Make MIR's image paths resolve from ``all_data_rel.json``'s folder or its ``images/`` (what
-    ``eval.loaders`` reads): a zip that unpacked under another top folder is renamed ``images/``."""
-    data = _first(target.rglob(SPECS["mir"].data_file))
-    if data is None:
-        return
-    folder = data.parent
-    records = json.loads(data.read_text(encoding="utf-8"))
-    first = next((r["images"][0] for r in records if isinstance(r, dict) and isinstance(r.get("images"), list)
-                  and r["images"] and isinstance(r["images"][0], str)), None)
-    if first is None or (folder / first).exists() or (folder / "images" / first).exists():
-        return
-    for candidate in sorted(p for p in folder.rglob("*") if p.is_dir() and not p.name.startswith(".")):
-        if (candidate / first).exists():
-            if (folder / "images").exists():
-                logger.warning("mir: images are under %s but %s exists; move them there", candidate, folder / "images")
-                return
-            candidate.rename(folder / "images")
-            logger.info("mir: moved %s to %s", candidate, folder / "images")
-            return
-    logger.warning("mir: image %s of the first record is not under %s", first, folder)
-
-
-def arrange_imagemining(target: Path) -> None:
-    """An ImageMining download in parquet form (one row per item, ``image`` as the hub's Image
-    feature: ``{"bytes", "path"}``) becomes ``data.jsonl`` + ``images/{file}``; a download that has
-    ``data.jsonl`` already is left as it is."""
-    if any(target.rglob(SPECS["imagemining"].data_file)):
-        return
-    shards = sorted(target.rglob("*.parquet"))
-    if not shards:
-        return
-    import pyarrow.parquet as pq
-    from PIL import Image
-
-    images = target / "images"
-    images.mkdir(exist_ok=True)
-    lines = []
-    for shard in shards:
-        for row in pq.read_table(shard).to_pylist():
-            image = row.get("image")
-            if isinstance(image, dict) and image.get("bytes"):
-                name = Path(image.get("path") or "").name
-                if not name:
-                    with Image.open(io.BytesIO(image["bytes"])) as img:
-                        name = f"{row.get('id')}.{(img.format or 'png').lower()}"
-                (images / name).write_bytes(image["bytes"])
-                row["image"] = name
-            lines.append(json.dumps(row, ensure_ascii=False, default=str))
-    (target / SPECS["imagemining"].data_file).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    logger.info("imagemining: wrote %d rows from %d parquet file(s) as data.jsonl + images/", len(lines), len(shards))
 
 
 def prepare(benchmarks: list[str], data_root: str | Path, sources: dict[str, str] | None = None) -> dict[str, Path]:

@@ -145,7 +145,13 @@ def build_policy(cfg: EvalConfig):
 
 def env_factory(benchmark: str, cfg: EvalConfig, embedder=None):
     """The benchmark's environment (its tools), or ``NoToolsEnv`` when tools are off."""
-    from lookcloser.agent.environments import ENVIRONMENTS, PhotoCollectionEnv, with_tool_set
+    from lookcloser.agent.environments import (
+        ALIASES,
+        ENVIRONMENT_NAMES,
+        PhotoCollectionEnv,
+        environment_class,
+        with_tool_set,
+    )
     from lookcloser.agent.toolkit import NoToolsEnv
 
     if not cfg.tools:
@@ -153,12 +159,12 @@ def env_factory(benchmark: str, cfg: EvalConfig, embedder=None):
     from lookcloser.eval.benchmarks import SPECS
 
     name = with_tool_set(cfg.environment or SPECS[benchmark].environment, cfg.tool_set)
-    if name not in ENVIRONMENTS:
+    if name not in ENVIRONMENT_NAMES:
         from lookcloser.eval.loaders import EvalError  # a user's setting: one `error:` line
 
-        raise EvalError(f"unknown environment {name!r}; choose from {sorted(ENVIRONMENTS)}")
-    env_cls = ENVIRONMENTS[name]
-    if name.endswith("+python"):  # e.g. recorded by a checkpoint: the sandbox must run here, or nothing does
+        raise EvalError(f"unknown environment {name!r}; choose from {sorted(ENVIRONMENT_NAMES)}")
+    env_cls = environment_class(name)
+    if name in ALIASES:  # the python tool, e.g. recorded by a checkpoint: the sandbox must run here, or nothing does
         from lookcloser.agent.sandbox import sandbox_problem
         from lookcloser.eval.loaders import EvalError
 

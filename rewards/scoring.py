@@ -141,6 +141,10 @@ with `answer` or `conclusion`
     for key in scorer.extra_fields:
         if extra and key not in info and extra.get(key) is not None:
             info[key] = _plain(extra[key])
+    if scorer.list_gold and isinstance(info.get("answer"), str):  # JSON text of the list inside an object
+        parsed = bare_info(source, info["answer"]).get("answer")
+        if isinstance(parsed, list):
+            info["answer"] = parsed
     expected = scorer.check(info)
     if expected is not None:
         raise RewardInputError("bad_gold", _wrong(source, gold, expected))

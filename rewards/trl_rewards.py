@@ -104,7 +104,8 @@ def _checked_row(columns: dict, i: int, reasons: Counter, only: str | None = Non
         return None
 
 
-def score_row(source: str, text: str, info: dict, tir_mode: str = "strict", name: str = "accuracy") -> float | None:
+def score_row(source: str, text: str, info: dict, tir_mode: str = "strict", name: str = "accuracy",
+              **judge: Any) -> float | None:
     """Benchmark score of one completion text on a checked ``info`` (``rewards.scoring.gold_info``), or
     None when the scorer raised (counted under ``name``, see the module notes).
 
@@ -112,13 +113,13 @@ def score_row(source: str, text: str, info: dict, tir_mode: str = "strict", name
     1.0
     """
     try:
-        return scoring.score_info(source, text, info, tir_mode)
+        return scoring.score_info(source, text, info, tir_mode, **judge)
     except Exception as err:  # noqa: BLE001 - the reward boundary: counted, warned, re-raised under tests
         _scorer_error(name, err)
         return None
 
 
-def _benchmark_reward(name: str, only: str | None, tir_mode: str = "strict") -> RewardFunc:
+def _benchmark_reward(name: str, only: str | None, tir_mode: str = "strict", **judge: Any) -> RewardFunc:
     def reward(completions: list, **columns: Any) -> list[float | None]:
         before, reasons = ERROR_COUNTS[name], Counter()
         out: list[float | None] = []
@@ -128,7 +129,7 @@ def _benchmark_reward(name: str, only: str | None, tir_mode: str = "strict") -> 
                 out.append(None)
                 continue
             source, info = row
-            value = score_row(source, completion_text(completion), info, tir_mode, name=name)
+            value = score_row(source, completion_text(completion), info, tir_mode, name=name, **judge)
             if tir_mode == "strict":  # the official mode is for eval parity, not the training metric
                 _log_accuracy(columns, i, source, info, value)
             out.append(value)
@@ -208,47 +209,31 @@ def make_overlong_reward(max_length: int = 4096, buffer: int = 1024, chars_per_t
     return _named("overlong", overlong, make_overlong_reward.__doc__.split("\n")[0])
 
 
-def make_imagemining_reward(llm_judge: bool = False, **judge_options: Any) -> RewardFunc:
-    """ImageMining reward, optionally with the LLM-judge recall (``base_url``, ``model``, ``timeout``).
+def make_judged_reward(name: str, llm_judge: bool = False, **judge_options: Any) -> RewardFunc:
+    """The reward of a benchmark whose scorer takes an LLM judge (``Scorer.judged``: ImageMining), optionally with
+    the judge's recall (``base_url``, ``model``, ``timeout``).
 
-    >>> make_imagemining_reward()(["<answer>Red</answer>"], data_source=["imagemining"],
-    ...                           reward_info=[{"answer": "Red"}])
+    >>> make_judged_reward("imagemining")(["<answer>Red</answer>"], data_source=["imagemining"],
+    ...                                   reward_info=[{"answer": "Red"}])
     [1.0]
     """
     if llm_judge:
+        # here, not at the top: the judge's HTTP client is an optional dependency
         from lookcloser.rewards.llm_judge import require_client
 
         require_client()  # a missing dependency is one clear error here, not a silent rule score later
-
-    def reward(completions: list, **columns: Any) -> list[float | None]:
-        before, reasons = ERROR_COUNTS["imagemining"], Counter()
-        out: list[float | None] = []
-        for i, completion in enumerate(completions or []):
-            row = _checked_row(columns, i, reasons, "imagemining")
-            if row is None:
-                out.append(None)
-                continue
-            info = row[1]
-            value = _guarded("imagemining", scoring.score_info, "imagemining", completion_text(completion), info,
-                             llm_judge=llm_judge, **judge_options)
-            _log_accuracy(columns, i, "imagemining", info, value)
-            out.append(value)
-        _log_errors("imagemining", columns, before, reasons)
-        return out
-
-    return _named("imagemining", reward, "ImageMining normalized exact match (+ optional LLM judge).")
+    return _named(name, _benchmark_reward(name, name, llm_judge=llm_judge, **judge_options), SCORERS[name].reward_doc)
 
 
 def _benchmark_rewards() -> dict[str, RewardFunc]:
-    """One reward per benchmark of ``rewards.benchmarks.SCORERS`` (ImageMining's with its optional judge)."""
+    """One reward per benchmark of ``rewards.benchmarks.SCORERS`` (a judged one's with its optional judge), and
+    one per extra scoring mode a scorer names (``<name>_<mode>``)."""
     out: dict[str, RewardFunc] = {}
     for name, scorer in SCORERS.items():
-        out[name] = (make_imagemining_reward() if name == "imagemining"
+        out[name] = (make_judged_reward(name) if scorer.judged
                      else _named(name, _benchmark_reward(name, name), scorer.reward_doc))
-        if name == "tir_bench":
-            out["tir_bench_official"] = _named("tir_bench_official", _benchmark_reward("tir_bench_official", name,
-                                                                                        "official"),
-                                               "TIR-Bench, official mode (for eval parity, not for training).")
+        for mode, doc in scorer.modes:
+            out[f"{name}_{mode}"] = _named(f"{name}_{mode}", _benchmark_reward(f"{name}_{mode}", name, mode), doc)
     return out
 
 

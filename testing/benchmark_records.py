@@ -38,7 +38,7 @@ def _lines(path: Path) -> list[dict]:
 
 
 def read_records(source: str, generated_root: Path) -> SampleRecords:
-    """``source``'s records; ``generated_root`` is where ``eval.fixtures.write_fixtures`` wrote (used
+    """``source``'s records; ``generated_root`` is where ``eval.loaders.write_fixtures`` wrote (used
     for ``generated`` only). The caller skips ``real`` where ``REAL_DATA`` is absent."""
     if source == "real":
         root = REAL_DATA

@@ -50,7 +50,7 @@ def rewards_only(rows_path: str) -> dict:
         label = json.dumps({"data_source": source, "reward_info": gold})
         out["openrlhf"].append(openrlhf.score_label("PROMPT" + response, "PROMPT", label))
     try:
-        rewards.trl_rewards.make_imagemining_reward(llm_judge=True)
+        rewards.trl_rewards.make_judged_reward("imagemining", llm_judge=True)
         out["judge_error"] = None
     except ImportError as err:
         out["judge_error"] = str(err)

@@ -35,7 +35,7 @@ def sample_mir() -> Path:
 @pytest.fixture(scope="session")
 def generated_data(tmp_path_factory) -> Path:
     """The four benchmarks in their official layouts, generated (``eval.fixtures``): a clone has these."""
-    from lookcloser.eval.fixtures import write_fixtures
+    from lookcloser.eval.loaders import write_fixtures
 
     return write_fixtures(tmp_path_factory.mktemp("generated_data"))
 

@@ -19,12 +19,12 @@ import pytest
 from PIL import Image
 from transformers import LogitsProcessorList
 
-from lookcloser.agent.environments import ENVIRONMENTS, tool_schemas, with_tool_set
+from lookcloser.agent.environments import environment_class, tool_schemas, with_tool_set
 from lookcloser.agent.hf_policy import HFPolicy
 from lookcloser.agent.loop import run_episodes
 from lookcloser.agent.models import TINY_MODEL_NAME, load_model, load_processor
 from lookcloser.eval.config import EvalConfig
-from lookcloser.eval.fixtures import write_fixtures
+from lookcloser.eval.loaders import write_fixtures
 from lookcloser.eval.pipeline import evaluate
 from testing.fake_endpoint import FakeEndpoint
 from testing.scripted import ScriptedLogitsProcessor
@@ -83,7 +83,7 @@ def test_a_local_checkpoint_calling_python_reads_its_output_next_turn():
     forcing = LogitsProcessorList([ScriptedLogitsProcessor(processor.tokenizer, script)])
     policy = HFPolicy(model, processor, generation_kwargs={"logits_processor": forcing})
     image = Image.new("RGB", (96, 64), (100, 100, 100))
-    (traj,) = run_episodes(policy, ENVIRONMENTS["tir_bench+python"], [{"question": "Grey?", "images": [image]}],
+    (traj,) = run_episodes(policy, environment_class("tir_bench+python"), [{"question": "Grey?", "images": [image]}],
                            max_turns=3, max_new_tokens_per_turn=120)
     assert traj.stop_reason == "answer" and (traj.tool_calls, traj.tool_errors) == (1, 0)
     assert "PRINTED (96, 64) 100" in prompts[-1]  # the printed output is in the next turn's input
@@ -92,20 +92,20 @@ def test_a_local_checkpoint_calling_python_reads_its_output_next_turn():
 def test_tool_sets_and_the_schema_the_model_sees():
     assert with_tool_set("tir_bench", "image") == "tir_bench"
     assert with_tool_set("imagemining", "image+python") == "imagemining"  # keeps its own tools
-    (schema,) = [s for s in tool_schemas(ENVIRONMENTS["tir_bench+python"]) if s["function"]["name"] == "python"]
+    (schema,) = [s for s in tool_schemas(environment_class("tir_bench+python")) if s["function"]["name"] == "python"]
     assert schema["function"]["parameters"]["required"] == ["code"]
     assert "image_1" in schema["function"]["description"]
     # crop's image tool plus python (the code curriculum's short tool prompt); every other set as it was
     assert with_tool_set("crop", "image+python") == "crop+python" and with_tool_set("crop", "image") == "crop"
-    assert [s["function"]["name"] for s in tool_schemas(ENVIRONMENTS["crop+python"])] == ["crop", "python"]
-    assert [s["function"]["name"] for s in tool_schemas(ENVIRONMENTS["synthetic+python"])] == [
+    assert [s["function"]["name"] for s in tool_schemas(environment_class("crop+python"))] == ["crop", "python"]
+    assert [s["function"]["name"] for s in tool_schemas(environment_class("synthetic+python"))] == [
         "adjust", "crop", "flip", "python", "rotate", "view_image", "zoom"]
 
 
 @needs_bwrap
 def test_crop_and_python_share_one_episode_of_images():
     """``crop+python``: the picture a crop returned is ``image_3`` for the code, and a reset forgets it."""
-    env = ENVIRONMENTS["crop+python"]()
+    env = environment_class("crop+python")()
     left, right = Image.new("RGB", (128, 96), (200, 0, 0)), Image.new("RGB", (128, 96), (0, 0, 200))
     env.reset(images=[left, right])
     env.crop(image_index=1, box=[0, 0, 64, 48])
@@ -260,3 +260,16 @@ def test_oracle_trajectories_solve_spot_the_difference_and_rotation_with_one_pro
             assert printed in [letter for letter, _ in options]
             drawn.add(tuple(options))
     assert len(drawn) > 2  # drawn, not the items' own
+
+
+def test_a_tool_set_composes_with_an_environment_and_the_old_names_are_aliases():
+    """environment x tool set, no extra environment names; `crop+python` & co. (recipes, checkpoints' prompting
+    records) name the same composition."""
+    from lookcloser.agent.environments import ALIASES, ENVIRONMENT_NAMES, ENVIRONMENTS
+
+    assert not any("+" in name for name in ENVIRONMENTS)
+    assert sorted(ALIASES) == ["crop+python", "mir+python", "synthetic+python", "tir_bench+python"]
+    for alias, (name, tool_set) in ALIASES.items():
+        assert environment_class(alias) is environment_class(name, tool_set) is environment_class(alias, tool_set)
+        assert with_tool_set(name, tool_set) == alias and alias in ENVIRONMENT_NAMES
+    assert environment_class("web_search", "image+python") is ENVIRONMENTS["web_search"]  # keeps its own tools

@@ -13,8 +13,7 @@ from lookcloser.data_builders.heldout import GENERATED, check_benchmarks
 from lookcloser.eval import compare, prepare, report
 from lookcloser.eval.benchmarks import SPECS, spec
 from lookcloser.eval.config import EvalConfig, benchmark_names
-from lookcloser.eval.fixtures import write_fixtures
-from lookcloser.eval.loaders import find_benchmark_dir, load_benchmark
+from lookcloser.eval.loaders import find_benchmark_dir, load_benchmark, write_fixtures
 from lookcloser.eval.scoring import METRICS, aggregate, answer_prior, gold_response, score_predictions
 from lookcloser.rewards import REGISTRY, get_reward_funcs, scoring, verl
 from lookcloser.rewards.benchmarks import SCORERS
@@ -74,7 +73,7 @@ def test_every_consumer_serves_the_benchmark(name, fixtures):
 
 
 def test_a_cached_fixture_folder_gets_a_newly_registered_benchmark(tmp_path):
-    from lookcloser.eval.fixtures import ensure_fixtures
+    from lookcloser.eval.loaders import ensure_fixtures
 
     root = ensure_fixtures(tmp_path / "fx")
     newest = list(SPECS)[-1]

@@ -18,8 +18,7 @@ from PIL import Image
 from lookcloser.agent.images import load_example_images
 from lookcloser.agent.openai_policy import image_url
 from lookcloser.eval.config import EvalConfig
-from lookcloser.eval.fixtures import write_fixtures
-from lookcloser.eval.loaders import EvalError
+from lookcloser.eval.loaders import EvalError, write_fixtures
 from lookcloser.eval.pipeline import evaluate, load_items
 from lookcloser.eval.runner import PredictionStore
 from lookcloser.eval.scoring import answer_prior, gold_response

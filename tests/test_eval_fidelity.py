@@ -11,8 +11,7 @@ import pytest
 
 from lookcloser.data_builders.records import RecordError
 from lookcloser.eval.config import EvalConfig
-from lookcloser.eval.fixtures import write_fixtures
-from lookcloser.eval.loaders import load_benchmark
+from lookcloser.eval.loaders import load_benchmark, write_fixtures
 from lookcloser.eval.pipeline import evaluate
 from lookcloser.eval.scoring import gold_response
 from testing.fake_endpoint import FakeEndpoint

@@ -13,8 +13,7 @@ import pytest
 from PIL import Image
 
 from lookcloser.data_builders.records import RecordError
-from lookcloser.eval.fixtures import write_fixtures
-from lookcloser.eval.loaders import BENCHMARKS, find_benchmark_dir, load_benchmark
+from lookcloser.eval.loaders import BENCHMARKS, find_benchmark_dir, load_benchmark, write_fixtures
 from lookcloser.eval.scoring import METRICS, aggregate, gold_response, score_predictions, score_response
 
 

@@ -32,7 +32,7 @@ def sources(tmp_path_factory, tiny_model_dir) -> dict[str, Path]:
     from lookcloser.data_builders.commands.search_benchmark_tasks import build as build_search_tasks
     from lookcloser.data_builders.commands.tool_tasks import ToolTaskArguments
     from lookcloser.data_builders.commands.tool_tasks import build as build_tool_tasks
-    from lookcloser.data_builders.grpo_rows import mir_grpo_dataset
+    from lookcloser.data_builders.mir import mir_grpo_dataset
 
     root = tmp_path_factory.mktemp("sources")
     web = build_search_tasks(SearchTaskArguments(benchmark="imagemining", count=8, worlds=2, heldout_count=0,
@@ -214,7 +214,7 @@ def _own_score(source: str, text: str, info: dict) -> float:
 def test_rewards_score_each_row_by_its_own_benchmark(mixed):
     from datasets import load_from_disk
 
-    from lookcloser.train.grpo_lib.trainer import LookcloserGRPOConfig
+    from lookcloser.train.grpo_lib.configs import LookcloserGRPOConfig
 
     rows = load_from_disk(str(mixed)).remove_columns("images")
     columns = {name: list(rows[name]) for name in rows.column_names}

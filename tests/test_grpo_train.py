@@ -30,7 +30,7 @@ def _args(*argv: str):
 def test_recipes_parse(recipe):
     extra = []
     if recipe == "grpo_disbench":  # its data (/data/DISBench) is not on this machine: the bundled fixture's layout
-        from lookcloser.eval.fixtures import ensure_fixtures
+        from lookcloser.eval.loaders import ensure_fixtures
 
         root = ensure_fixtures() / "disbench"
         extra = ["--dataset_path", str(root / "queries.jsonl"), "--disbench_root", str(root)]
@@ -61,7 +61,7 @@ def test_reward_weights_must_match_reward_funcs():
 
 
 def test_mir_questions_become_scored_prompts(sample_mir):
-    from lookcloser.data_builders.grpo_rows import mir_grpo_dataset
+    from lookcloser.data_builders.mir import mir_grpo_dataset
     from lookcloser.rewards import REGISTRY
 
     rows = mir_grpo_dataset(sample_mir, stage=4)
@@ -77,7 +77,7 @@ def test_mir_questions_become_scored_prompts(sample_mir):
 
 def test_disbench_queries_open_their_collection(tmp_path):
     from lookcloser.agent.environments import PhotoCollectionEnv
-    from lookcloser.data_builders.grpo_rows import disbench_grpo_dataset
+    from lookcloser.data_builders.disbench import disbench_grpo_dataset
     from lookcloser.eval.fixtures import write_disbench
     from lookcloser.rewards import REGISTRY
 
@@ -202,7 +202,7 @@ def _first_round_constant(reward):
 @pytest.mark.parametrize("base_reward, rounds, seed", [(_odd_a_count, 3, 1), (_rare_e, 1, 0)])
 def test_group_filtering_refills_the_batch(base_reward, rounds, seed, tiny_model_dir, tmp_path, sample_mir):
     from lookcloser.agent.models import load_processor
-    from lookcloser.data_builders.grpo_rows import mir_grpo_dataset
+    from lookcloser.data_builders.mir import mir_grpo_dataset
     from lookcloser.train.grpo_lib.filtering import loss_tokens
     from lookcloser.train.grpo_lib.trainer import LookcloserGRPOTrainer
 

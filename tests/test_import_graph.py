@@ -4,7 +4,8 @@ Layers, bottom to top (docs/architecture.md): basics (``lookcloser/*.py``: parsi
 commands' error path, the TRL fence) -> rewards -> data_builders -> agent -> train -> eval. A module may import its own layer
 and the layers below. The command-line entry modules sit above every layer: they wire the layers
 together (``python -m data_builders synthetic`` runs the agent's tools), and nothing imports them.
-Imports inside functions count too.
+Imports inside functions count too. Discovery is explicit: each registry imports its modules by name (no
+``pkgutil`` walk, no module ``__getattr__``), so the edges it adds are in the graph these tests check.
 """
 
 from __future__ import annotations
@@ -131,3 +132,51 @@ def test_the_checks_catch_an_upward_import_and_a_cycle():
     assert _upward(bad) == ["lookcloser.rewards.a (rewards) -> lookcloser.agent.b (agent)"]
     assert sorted(_cycles(bad)) == [["lookcloser.agent.b", "lookcloser.rewards.a"],
                                     ["lookcloser.agent.models", "lookcloser.agent.tiny_qwen3_vl"]]
+
+
+# Each registry package and what each of its modules registers: every module of the folder that defines it is
+# imported by the package (a real edge of the graph), so the cycle and layering checks above see discovery.
+REGISTRIES = {"lookcloser.rewards.benchmarks": "SCORER", "lookcloser.eval.benchmarks": "SPEC",
+              "lookcloser.data_builders.scenes": "HELDOUT"}
+
+
+def _defines(path: Path, name: str) -> bool:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return any(isinstance(node, (ast.Assign, ast.AnnAssign)) and name in
+               {t.id for t in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(t, ast.Name)}
+               for node in tree.body)
+
+
+def _registry_gaps(graph: dict[str, set[str]], modules: dict[str, Path]) -> list[str]:
+    return [f"{package} does not import {module} (it defines {attribute})"
+            for package, attribute in REGISTRIES.items()
+            for module, path in sorted(modules.items())
+            if module.rpartition(".")[0] == package and _defines(path, attribute) and module not in graph[package]]
+
+
+def test_each_registry_imports_every_module_it_serves(graph):
+    modules = _modules()
+    served = {package: [m for m in graph[package] if m.rpartition(".")[0] == package and _defines(modules[m], attribute)]
+              for package, attribute in REGISTRIES.items()}
+    assert len(served["lookcloser.eval.benchmarks"]) == 6 and len(served["lookcloser.rewards.benchmarks"]) == 6
+    assert "lookcloser.data_builders.scenes.hires" in served["lookcloser.data_builders.scenes"]
+    assert not _registry_gaps(graph, modules)
+
+
+def test_the_registry_check_catches_a_module_left_out(graph):
+    modules = _modules()
+    left_out = {**graph, "lookcloser.eval.benchmarks": graph["lookcloser.eval.benchmarks"] - {"lookcloser.eval.benchmarks.mir"}}
+    assert _registry_gaps(left_out, modules) == [
+        "lookcloser.eval.benchmarks does not import lookcloser.eval.benchmarks.mir (it defines SPEC)"]
+
+
+def test_no_hidden_discovery():
+    """No folder walk (``pkgutil``) and no module ``__getattr__``: both import what the graph cannot see."""
+    found = []
+    for name, path in _modules().items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        found += [f"{name}: imports pkgutil" for node in ast.walk(tree) if isinstance(node, ast.Import)
+                  and any(a.name == "pkgutil" for a in node.names)]
+        found += [f"{name}: module __getattr__" for node in tree.body
+                  if isinstance(node, ast.FunctionDef) and node.name == "__getattr__"]
+    assert not found, found

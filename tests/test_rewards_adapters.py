@@ -86,8 +86,8 @@ def test_the_judge_without_its_client_is_one_clear_error(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "httpx2" else real(name, *a))
     with pytest.raises(ImportError, match=r"the LLM judge needs httpx2, .*pip install 'lookcloser\[judge\]'"):
-        trl_rewards.make_imagemining_reward(llm_judge=True)
+        trl_rewards.make_judged_reward("imagemining", llm_judge=True)
     with pytest.raises(ImportError, match="httpx2"):
         llm_judge.judge_answer("Red", "Blue", base_url="http://127.0.0.1:9/v1", model="m")
-    assert trl_rewards.make_imagemining_reward()(["<answer>Red</answer>"], data_source=["imagemining"],
+    assert trl_rewards.make_judged_reward("imagemining")(["<answer>Red</answer>"], data_source=["imagemining"],
                                                  reward_info=['{"answer": "Red"}']) == [1.0]  # no judge: no error

@@ -17,7 +17,7 @@ from lookcloser.agent.toolkit import call_failed
 from lookcloser.data_builders.sample_disbench import SEARCH_TOP_K, metadata_reference, write_disbench
 from lookcloser.data_builders.sample_mir import COLOURS
 from lookcloser.data_builders.search_tasks import LAST_LISTING
-from lookcloser.eval.loaders import load_disbench
+from lookcloser.eval.benchmarks.disbench import load_disbench
 from lookcloser.rewards.disbench import set_metrics
 
 COUNT = 40

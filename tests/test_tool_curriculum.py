@@ -26,7 +26,7 @@ def test_data_stage_builds_train_and_held_out_roots(tmp_path, tiny_model_dir):
     import json
 
     from lookcloser.data_builders.commands.tool_tasks import ToolTaskArguments, build
-    from lookcloser.eval.loaders import load_tir_bench
+    from lookcloser.eval.benchmarks.tir_bench import load_tir_bench
 
     built = build(ToolTaskArguments(output_dir=str(tmp_path), count=3, heldout_count=2,
                                     model_name_or_path=str(tiny_model_dir)))

@@ -11,8 +11,13 @@ import inspect
 import json
 import os
 from collections.abc import Iterable, Mapping
+from importlib import metadata, util
 from pathlib import Path
 
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+from lookcloser.agent.environments import ENVIRONMENT_NAMES, check_tool_set, environment_class
 from lookcloser.agent.families import check_supported
 from lookcloser.checks import (
     check_model_name,
@@ -21,7 +26,11 @@ from lookcloser.checks import (
     check_path,
     check_range,
 )
+from lookcloser.data_builders.grpo_rows import DATASET_KINDS, ROW_FORMATS, resolve_path
+from lookcloser.data_builders.synthetic import TASKS
 from lookcloser.errors import RecipeError
+from lookcloser.rewards import REGISTRY
+from lookcloser.train.entry import check_output_dir
 
 MIR_STAGES = (0, 4)
 # The vLLM releases TRL 1.16 drives (trl.import_utils.is_vllm_available warns outside them); docs/grpo.md
@@ -114,8 +123,6 @@ def check_deepspeed_batch(config, micro: int, accumulation: int, processes: int)
 
 
 def check_sft(script_args, training_args, model_args, planned: Iterable[str | Path] = ()) -> None:
-    from lookcloser.train.entry import check_output_dir
-
     check_training(training_args, model_args, planned)
     check_output_dir(script_args, training_args, model_args)
     if not script_args.dataset_path and not script_args.dataset_name:
@@ -130,12 +137,6 @@ def check_sft(script_args, training_args, model_args, planned: Iterable[str | Pa
 
 
 def check_grpo(script_args, training_args, model_args, planned: Iterable[str | Path] = ()) -> None:
-    from lookcloser.agent.environments import ENVIRONMENTS, check_tool_set
-    from lookcloser.data_builders.grpo_rows import resolve_path
-    from lookcloser.data_builders.synthetic import TASKS
-    from lookcloser.rewards import REGISTRY
-    from lookcloser.train.entry import check_output_dir
-
     check_training(training_args, model_args, planned)
     check_output_dir(script_args, training_args, model_args)
     check_names("reward_funcs", script_args.reward_funcs, sorted(REGISTRY))
@@ -143,22 +144,25 @@ def check_grpo(script_args, training_args, model_args, planned: Iterable[str | P
     if weights is not None and len(weights) != len(script_args.reward_funcs):
         raise RecipeError(f"reward_weights has {len(weights)} values for {len(script_args.reward_funcs)} reward_funcs "
                           f"({', '.join(script_args.reward_funcs)})")
-    check_environment(script_args.environment, script_args.environment_kwargs, ENVIRONMENTS)
+    check_environment(script_args.environment, script_args.environment_kwargs,
+                      {name: environment_class(name) for name in ENVIRONMENT_NAMES})
     check_tool_set(script_args.tool_set, need_sandbox=script_args.environment not in (None, "", "none"),
                    environment=script_args.environment)
     if script_args.environment == "per_row" and not (script_args.dataset_path or script_args.dataset_name):
         raise RecipeError("environment: per_row reads each row's `environment` column: set dataset_path (e.g. a "
                           "data set written by data_builders/commands/mixed_tasks.py) or dataset_name")
     check_names("synthetic_tasks", script_args.synthetic_tasks, TASKS)
-    check_names("dataset_kind", [script_args.dataset_kind], ("auto", "saved", "mir", "disbench", "records"))
+    check_names("dataset_kind", [script_args.dataset_kind], DATASET_KINDS)
     if script_args.dataset_path:
         check_path("dataset_path", resolve_path(script_args.dataset_path), "any", planned)
     if script_args.synthetic_images not in (None, "generated"):
         check_path("synthetic_images", resolve_path(script_args.synthetic_images), "folder", planned)
     check_path("images_root", script_args.images_root, "folder", planned)
     check_path("disbench_root", script_args.disbench_root, "folder", planned)
-    if script_args.dataset_kind == "disbench" and not script_args.disbench_root:
-        raise RecipeError("DISBench queries need `disbench_root` (the folder with metadata/ and images/)")
+    row_format = ROW_FORMATS.get(script_args.dataset_kind)
+    for key, problem in (row_format.required.items() if row_format else ()):
+        if not getattr(script_args, key):
+            raise RecipeError(problem)
     check_range("mir_stage", script_args.mir_stage, *MIR_STAGES)
     check_range("synthetic_count", script_args.synthetic_count, 1)
     check_range("synthetic_base_size", script_args.synthetic_base_size, 16)
@@ -204,11 +208,6 @@ def check_vllm(use_vllm: bool) -> None:
     the installed package's metadata (importing vLLM takes seconds and initialises CUDA)."""
     if not use_vllm:
         return
-    from importlib import metadata, util
-
-    from packaging.requirements import Requirement
-    from packaging.version import Version
-
     hint = "see docs/grpo.md, \"vLLM\", for the releases that meet this project's pins"
     try:
         version = metadata.version("vllm")

@@ -196,13 +196,14 @@ def main(script_args: SFTScriptArguments, training_args: SFTConfig, model_args: 
             prompting_of,
             write_prompting,
         )
+        from lookcloser.data_builders import mir
         from lookcloser.train.run_records import record_run
 
         record_run(trainer, out, model_args, script_args.run_settings)
 
-        mir_json = (script_args.dataset_path or "").endswith(".json")
+        mir_json = (script_args.dataset_path or "").endswith(".json")  # MIR's own file (data_builders.mir)
         write_prompting(out, prompting_of(trainer.train_dataset[0], script_args.mir_stage if mir_json else None),
-                        benchmark="mir" if mir_json else None, base_model=model_args.model_name_or_path,
+                        benchmark=mir.NAME if mir_json else None, base_model=model_args.model_name_or_path,
                         benchmarks=prompting_by_benchmark(trainer.train_dataset))  # a mixed cold start's kinds
     return out
 

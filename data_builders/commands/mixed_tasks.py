@@ -7,7 +7,7 @@
 
 Each source is ``PATH=ENVIRONMENT``: a saved GRPO data set folder (``grpo/`` of the tool-tasks or
 search-tasks command), or an MIR ``.json`` (its questions at stage 4, images beside it:
-``data_builders.grpo_rows.mir_grpo_dataset``), and the environment its rows are played in
+``data_builders.mir.mir_grpo_dataset``), and the environment its rows are played in
 (``agent.environments.ENVIRONMENTS``, or ``none`` for answers without tools). Rows are taken as they are
 (``prompt`` and ``images`` untouched, the images still read from the source's folders); a column that only
 some sources have is filled with ``""`` (a list column with ``[]``) in the others, and the ``environment``
@@ -59,13 +59,13 @@ def split_source(pair: str) -> tuple[str, str]:
     >>> split_source("outputs/x/data/train/grpo=crop")
     ('outputs/x/data/train/grpo', 'crop')
     """
-    from lookcloser.agent.environments import ENVIRONMENTS
+    from lookcloser.agent.environments import ENVIRONMENT_NAMES
     from lookcloser.checks import check_names
 
     path, sep, environment = pair.rpartition("=")
     if not sep or not path:
         raise RecipeError(f"sources: {pair!r} is not PATH=ENVIRONMENT")
-    check_names(f"sources: {pair}: environment", [environment], [*ENVIRONMENTS, "none"])
+    check_names(f"sources: {pair}: environment", [environment], [*ENVIRONMENT_NAMES, "none"])
     return path, environment
 
 
@@ -83,7 +83,7 @@ def mix(args: MixedTaskArguments):
     from datasets import concatenate_datasets
 
     from lookcloser.agent.environments import BENCHMARK_OF_ENVIRONMENT
-    from lookcloser.data_builders.grpo_rows import mir_grpo_dataset
+    from lookcloser.data_builders.mir import mir_grpo_dataset
     from lookcloser.data_builders.output import load_records
 
     parts = []

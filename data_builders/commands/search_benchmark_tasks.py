@@ -51,11 +51,11 @@ class SearchTaskArguments:
                 "finds; ImageMining: answer at once), 0-1."})
 
     def __post_init__(self) -> None:
-        from lookcloser.agent.environments import ENVIRONMENTS
+        from lookcloser.agent.environments import ENVIRONMENT_NAMES
         from lookcloser.checks import check_names, check_range
 
         check_names("benchmark", [self.benchmark], list(BENCHMARKS))
-        check_names("environment", [self.environment], list(ENVIRONMENTS))
+        check_names("environment", [self.environment], list(ENVIRONMENT_NAMES))
         for name in ("count", "worlds", "users"):
             check_range(name, getattr(self, name), 1)
         check_range("heldout_count", self.heldout_count, 0)

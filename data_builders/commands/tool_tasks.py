@@ -51,12 +51,12 @@ class ToolTaskArguments:
                 "before the cold start."})
 
     def __post_init__(self) -> None:
-        from lookcloser.agent.environments import ENVIRONMENTS
+        from lookcloser.agent.environments import ENVIRONMENT_NAMES, environment_class
         from lookcloser.checks import check_names, check_range
         from lookcloser.data_builders.synthetic import TASKS
 
         check_names("tasks", self.tasks, TASKS)
-        check_names("environment", [self.environment], list(ENVIRONMENTS))
+        check_names("environment", [self.environment], list(ENVIRONMENT_NAMES))
         check_range("count", self.count, 1)
         check_range("heldout_count", self.heldout_count, 0)
         check_range("search_grid", self.search_grid, 0)
@@ -67,7 +67,7 @@ class ToolTaskArguments:
             from lookcloser.agent.toolkit import tool_names
             from lookcloser.errors import RecipeError
 
-            if "python" not in tool_names(ENVIRONMENTS[self.environment]):
+            if "python" not in tool_names(environment_class(self.environment)):
                 raise RecipeError(f"copy_drills: environment {self.environment!r} has no python tool (e.g. crop+python)")
             if not set(self.tasks) & set(PROGRAMS):
                 raise RecipeError(f"copy_drills: no task a program solves in tasks (those: {', '.join(PROGRAMS)})")

@@ -27,6 +27,8 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
+from lookcloser.data_builders.scenes.writer import HeldoutWriter
+
 COLOURS = {"red": (215, 35, 35), "green": (35, 150, 60), "blue": (40, 70, 215), "yellow": (230, 195, 20),
            "purple": (145, 65, 185), "orange": (240, 130, 20), "black": (20, 20, 20), "white": (250, 250, 250)}
 SHAPES = ("circle", "square", "triangle")
@@ -159,8 +161,8 @@ def write_hrbench(out: str | Path, seed: int, name: str = "hrbench_4k", question
 
 
 HELDOUT = {
-    "vstar": write_vstar,
-    "vstar_shuffled": write_vstar,
-    "hrbench_4k": lambda out, seed: write_hrbench(out, seed, "hrbench_4k"),
-    "hrbench_8k": lambda out, seed: write_hrbench(out, seed, "hrbench_8k"),
+    "vstar": HeldoutWriter(lambda out, seed, **_: write_vstar(out, seed)),
+    "vstar_shuffled": HeldoutWriter(lambda out, seed, **_: write_vstar(out, seed)),
+    "hrbench_4k": HeldoutWriter(lambda out, seed, **_: write_hrbench(out, seed, "hrbench_4k")),
+    "hrbench_8k": HeldoutWriter(lambda out, seed, **_: write_hrbench(out, seed, "hrbench_8k")),
 }

@@ -1,4 +1,4 @@
-"""A benchmark is one spec: one module per benchmark here, found by walking this package.
+"""A benchmark is one spec: one module per benchmark here, listed in ``MODULES``.
 
 Each module defines ``SPEC`` (a ``BenchmarkSpec``): name and aliases, its official on-disk layout
 and loader, its scorer (the scoring half of the spec, ``rewards/benchmarks/<name>.py``) with how an
@@ -6,7 +6,9 @@ item's gold becomes the scorer's input, its metrics and reports, default turns, 
 tools), ``prepare`` source, fixture writer, published numbers and titles. Eval (loaders, config,
 scoring, report, compare, prepare, fixtures) reads ``SPECS``; the TRL rewards and the verl adapter
 read the scoring half (``rewards.benchmarks.SCORERS``); a benchmark's held-out generator is
-``data_builders/scenes/<module>.py`` (the four the curriculum trains for: ``data_builders.heldout``).
+``data_builders/scenes/<module>.py`` (``data_builders.scenes.WRITERS``). A spec module builds on ``eval.items``
+(``EvalItem`` and the loaders' public helpers) and ``eval.fixtures`` only, never on the modules that read
+this registry (``eval.loaders``, ``prepare``, ``scoring``...).
 tests/test_benchmark_registry.py checks that each of them serves every registered benchmark.
 
 >>> list(SPECS)[:4]
@@ -17,104 +19,23 @@ tests/test_benchmark_registry.py checks that each of them serves every registere
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from lookcloser.eval.benchmarks import disbench, hrbench, imagemining, mir, tir_bench, vstar
+from lookcloser.eval.benchmarks.benchmark_spec import BenchmarkSpec, Report
 
-from lookcloser.rewards.benchmarks import Scorer
+__all__ = ["BENCHMARKS", "DEFAULT_BENCHMARKS", "MODULES", "REPORTS", "SPECS", "BenchmarkSpec", "Report", "spec"]
 
-
-@dataclass(frozen=True)
-class Report:
-    """What the reports show of one benchmark's metrics (all of them are in metrics.json).
-
-    Attributes:
-        metrics: Every metric; the first is the headline number.
-        shown: Metrics in report.md's tables.
-        charted: Metrics in its PNG chart (default: the headline).
-        published: Published numbers in percent (and a ``note``) where the spec gives them.
-    """
-
-    metrics: tuple[str, ...] = ("accuracy",)
-    shown: tuple[str, ...] = ("accuracy",)
-    charted: tuple[str, ...] = ()
-    published: dict = field(default_factory=dict)
+# The spec modules, listed here (not found by walking the folder) so that each is a real import the
+# import-graph test sees; tests/test_import_graph.py checks that every module of this folder is listed.
+MODULES = (tir_bench, mir, disbench, imagemining, vstar, hrbench)
 
 
-@dataclass(frozen=True)
-class BenchmarkSpec:
-    """Everything about one benchmark (module notes).
-
-    Attributes:
-        name: As ``--benchmarks`` and ``data_source`` name it.
-        scorer: Its ``rewards.benchmarks`` scorer (the TRL reward and verl source of the same name).
-        order: Where it is listed.
-        title: Its column in ``compare``'s table and chart.
-        data_file: The main file of its official layout: how a folder is recognised.
-        folders: Folder names tried under a shared ``--data_root`` (ours first, then upstream's).
-        load: ``load(root, check_images=, limit=, strict=, **options)`` -> ``EvalItem``s.
-        to_info: An item's ``gold`` -> the scorer's info (``rewards.scoring``'s one shape).
-        answer_text: An item's ``gold`` -> the answer as the system prompt asks it stated (gold responses).
-        prior_text: An item's ``gold`` -> the fixed answer tried for the answer prior (default ``answer_text``).
-        max_turns: Default turns of an episode.
-        environment: Its environment in ``agent.environments.ENVIRONMENTS`` (its tools).
-        prepare_source: Where ``python -m eval prepare`` downloads it (``hf:OWNER/REPO`` or ``git:URL``).
-        corpus_beside: A search corpus file beside the data that eval uses when ``--search_corpus`` is unset.
-        arrange: ``arrange(folder)`` after the download: puts it in the layout ``load`` reads (None: as shipped).
-        write_fixture: ``write_fixture(folder)``: a small generated copy in the official layout.
-        report: Its metrics and what the reports show (``reports`` adds other tables, e.g. a retriever's).
-        metrics_of: ``metrics_of(response, info)`` -> every metric, where there are several (default: the
-            scorer's value as the headline).
-        compare: ``(headline, shown beside it or None)`` in ``compare``'s table.
-        compare_per_task: ``comparison.json`` keeps the headline of each ``task`` group too.
-        in_default_run: Run when ``--benchmarks`` is not given.
-        aliases: Other names.
-        protocol: How its rows are made deterministic (option order...), in metrics.json and report.md.
-        summarize: ``summarize(metrics)`` adds numbers derived from the groups to ``metrics["derived"]`` and may
-            set the overall by the benchmark's own rule (HR-Bench: (FSP + FCP) / 2).
-    """
-
-    name: str
-    scorer: Scorer
-    order: int
-    title: str
-    data_file: str
-    folders: tuple[str, ...]
-    load: Callable[..., list]
-    to_info: Callable[[dict], dict]
-    answer_text: Callable[[dict], str]
-    max_turns: int
-    environment: str
-    prepare_source: str
-    write_fixture: Callable[[Path], Any]
-    report: Report = field(default_factory=Report)
-    reports: dict[str, Report] = field(default_factory=dict)
-    prior_text: Callable[[dict], str] | None = None
-    metrics_of: Callable[[str, dict], dict[str, float]] | None = None
-    compare: tuple[str, str | None] = ("accuracy", None)
-    compare_per_task: bool = False
-    in_default_run: bool = True
-    aliases: tuple[str, ...] = ()
-    protocol: str = ""
-    summarize: Callable[[dict], None] | None = None
-    arrange: Callable[[Path], None] | None = None
-    corpus_beside: str | None = None
+def _specs(module) -> list[BenchmarkSpec]:
+    value = module.SPEC
+    return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
-def _discover() -> dict[str, BenchmarkSpec]:
-    found = []
-    for module in pkgutil.iter_modules(__path__):
-        value = getattr(importlib.import_module(f"{__name__}.{module.name}"), "SPEC", None)
-        for candidate in value if isinstance(value, (list, tuple)) else [value]:
-            if isinstance(candidate, BenchmarkSpec):
-                found.append(candidate)
-    return {s.name: s for s in sorted(found, key=lambda s: (s.order, s.name))}
-
-
-SPECS: dict[str, BenchmarkSpec] = _discover()
+SPECS: dict[str, BenchmarkSpec] = {s.name: s for s in sorted((s for m in MODULES for s in _specs(m)),
+                                                             key=lambda s: (s.order, s.name))}
 BENCHMARKS: tuple[str, ...] = tuple(SPECS)
 DEFAULT_BENCHMARKS: tuple[str, ...] = tuple(n for n, s in SPECS.items() if s.in_default_run)
 # Every report table: each benchmark's own, and the extra ones a spec adds (DISBench's retriever).

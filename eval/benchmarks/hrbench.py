@@ -22,8 +22,9 @@ import sys
 from pathlib import Path
 
 from lookcloser.data_builders.records import RecordError
-from lookcloser.eval.benchmarks import BenchmarkSpec, Report
-from lookcloser.eval.loaders import EvalItem, _Catch, _image
+from lookcloser.data_builders.scenes.hires import write_hrbench
+from lookcloser.eval.benchmarks.benchmark_spec import BenchmarkSpec, Report
+from lookcloser.eval.items import EvalItem, RecordCatch, image_path
 from lookcloser.rewards.benchmarks.hrbench import SCORER
 
 PROMPT = "Question: {question}\nOptions:\n{options}\nPlease select the correct answer from the options above. \n"
@@ -62,7 +63,7 @@ def _item(name: str, root: Path, source: Path, row: dict, images: Path, check_im
     prompt = PROMPT.format(question=row["question"].strip(), options="\n".join(shown))
     return EvalItem(id=rid, benchmark=name,
                     example={"id": rid, "question": prompt,
-                             "images": [_image(root, str(path.relative_to(root)), source, rid, "image", check_images)]},
+                             "images": [image_path(root, str(path.relative_to(root)), source, rid, "image", check_images)]},
                     gold={"answer": answer, "options": shown},
                     tags={"category": [category], "cycle": [(row.get("cycle_category") or "unknown").strip()]})
 
@@ -78,7 +79,7 @@ def _loader(name: str):
             for k, row in enumerate(csv.DictReader(f, delimiter="\t")):
                 if limit is not None and k >= limit:
                     break
-                catch = _Catch(name, row.get("index") or f"#{k}", strict)
+                catch = RecordCatch(name, row.get("index") or f"#{k}", strict)
                 with catch:
                     items.append(_item(name, root, source, row, root / f"{source.stem}_images", check_images))
                 if catch.item:
@@ -102,8 +103,6 @@ def summarize(metrics: dict) -> None:
 
 def _fixture(name: str):
     def write(folder: Path) -> Path:
-        from lookcloser.data_builders.scenes.hires import write_hrbench
-
         return write_hrbench(folder, seed=7, name=name, questions=2, size=(640, 360))
 
     return write

@@ -22,8 +22,9 @@ import random
 from pathlib import Path
 
 from lookcloser.data_builders.records import RecordError
-from lookcloser.eval.benchmarks import BenchmarkSpec, Report
-from lookcloser.eval.loaders import EvalItem, _Catch, _image, _require
+from lookcloser.data_builders.scenes.hires import write_vstar
+from lookcloser.eval.benchmarks.benchmark_spec import BenchmarkSpec, Report
+from lookcloser.eval.items import EvalItem, RecordCatch, image_path, require
 from lookcloser.rewards.benchmarks.vstar import SCORER
 
 CATEGORIES = ("direct_attributes", "relative_position")
@@ -45,8 +46,8 @@ def _item(root: Path, path: Path, category: str, check_images: bool, shuffled: b
         raise RecordError(path, rid, None, f"not JSON: {err}") from None
     if not isinstance(record, dict):
         raise RecordError(path, rid, None, "expected an object")
-    question = _require(record, "question", str, path, rid)
-    options = _require(record, "options", list, path, rid)
+    question = require(record, "question", str, path, rid)
+    options = require(record, "options", list, path, rid)
     if not 2 <= len(options) <= len(LETTERS) or not all(isinstance(o, str) and o.strip() for o in options):
         raise RecordError(path, rid, "options", f"must be 2-{len(LETTERS)} non-empty strings")
     image = next((p for p in (path.with_suffix(s) for s in (".jpg", ".jpeg", ".png")) if p.exists()),
@@ -58,7 +59,7 @@ def _item(root: Path, path: Path, category: str, check_images: bool, shuffled: b
     prompt = PROMPT.format(question=question.strip(), options="\n".join(shown))
     return EvalItem(id=rid, benchmark="vstar_shuffled" if shuffled else "vstar",
                     example={"id": rid, "question": prompt,
-                             "images": [_image(root, str(image.relative_to(root)), path, rid, "image", check_images)]},
+                             "images": [image_path(root, str(image.relative_to(root)), path, rid, "image", check_images)]},
                     gold={"answer": LETTERS[order.index(0)], "options": shown}, tags={"category": [category]})
 
 
@@ -72,7 +73,7 @@ def load_vstar(root: Path, *, check_images: bool = True, limit: int | None = Non
         paths += [(category, p) for p in sorted((root / category).glob("*.json"))]
     items = []
     for category, path in paths[:limit]:
-        catch = _Catch("vstar_shuffled" if shuffled else "vstar", f"{category}/{path.stem}", strict)
+        catch = RecordCatch("vstar_shuffled" if shuffled else "vstar", f"{category}/{path.stem}", strict)
         with catch:
             items.append(_item(root, path, category, check_images, shuffled))
         if catch.item:
@@ -81,8 +82,6 @@ def load_vstar(root: Path, *, check_images: bool = True, limit: int | None = Non
 
 
 def write_fixture(folder: Path) -> Path:
-    from lookcloser.data_builders.scenes.hires import write_vstar
-
     return write_vstar(folder, seed=7, counts=(4, 2), size=(640, 480))
 
 

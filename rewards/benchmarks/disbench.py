@@ -1,17 +1,13 @@
 """DISBench's scorer: F1 of the photo ids (``rewards.disbench``); eval's other set metrics build on the same parse."""
 
 from lookcloser.rewards import disbench
-from lookcloser.rewards.benchmarks import Scorer
+from lookcloser.rewards.benchmarks.scorer import Scorer
 
 
 def _check(info: dict) -> str | None:
     ids = info.get("answer")
-    if isinstance(ids, str):  # one id, or JSON text of the list ("0012" stays "0012")
-        from lookcloser.rewards.scoring import bare_info  # at call time: scoring reads this registry
-
-        parsed = bare_info("disbench", ids).get("answer")
-        ids = parsed if isinstance(parsed, list) else [ids]
-    elif isinstance(ids, int) and not isinstance(ids, bool):
+    # one id ("0012" stays "0012"); JSON text of the list was read by gold_info (list_gold)
+    if isinstance(ids, str) or (isinstance(ids, int) and not isinstance(ids, bool)):
         ids = [ids]
     if not isinstance(ids, list) or not all(isinstance(i, (str, int)) and not isinstance(i, bool) for i in ids):
         return "the list of gold photo ids"

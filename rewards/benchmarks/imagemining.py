@@ -1,7 +1,7 @@
 """ImageMining's scorer: normalized exact match (``rewards.imagemining``), optionally with the LLM-judge recall."""
 
 from lookcloser.rewards import imagemining
-from lookcloser.rewards.benchmarks import Scorer
+from lookcloser.rewards.benchmarks.scorer import Scorer
 
 
 def _check(info: dict) -> str | None:
@@ -15,4 +15,4 @@ def _score(text: str, info: dict, mode: str = "strict", **judge) -> float:
 
 
 SCORER = Scorer("imagemining", 40, _check, _score, "ImageMining normalized exact match (+ optional LLM judge).",
-                aliases=("image_mining",), extra_fields=("answer_zh", "question"))
+                aliases=("image_mining",), extra_fields=("answer_zh", "question"), judged=True)

@@ -1,7 +1,7 @@
 """MIR's scorer: the option letter (``rewards.mir``) against the gold letter or MIR's ``conclusion`` text."""
 
 from lookcloser.rewards import mir
-from lookcloser.rewards.benchmarks import Scorer
+from lookcloser.rewards.benchmarks.scorer import Scorer
 
 
 def _check(info: dict) -> str | None:

@@ -1,6 +1,8 @@
-"""What ``train/grpo.py`` (the entry script) builds on: ``trainer`` (LookcloserGRPOTrainer and its
-config), ``tools`` (malformed calls and unknown tools as error observations, the image budget),
-``truncation`` (prompt left-truncation), ``filtering`` (dynamic group filtering) and ``tables``
+"""What ``train/grpo.py`` (the entry script: parse, build, train, save) builds on: ``configs`` (the script's
+arguments and LookcloserGRPOConfig), ``data`` (the prompts), ``environment`` (the environment factory),
+``rewards`` (the reward functions, and the rows checked before step 1), ``prompting`` (the checkpoint's
+prompting record), ``trainer`` (LookcloserGRPOTrainer), ``tools`` (malformed calls and unknown tools as
+error observations, the image budget), ``truncation`` (prompt left-truncation), ``filtering`` (dynamic group filtering) and ``tables``
 (completions table and JSONL). The GRPO data sets are data_builders' (``grpo_rows``: the formats a
 ``dataset_path`` may hold, the synthetic tasks; ``commands/``: the curricula's data stages). A cold start
 is a curriculum stage (``train/curriculum.py``, recipes/tool_curriculum.yaml), not part of GRPO.

@@ -22,11 +22,10 @@ import json
 import logging
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
 
 import torch
 from datasets import Dataset
-from trl import GRPOConfig, GRPOTrainer
+from trl import GRPOTrainer
 from trl.data_utils import prepare_multimodal_messages
 
 from lookcloser.agent.families import family_for_model_type
@@ -54,29 +53,6 @@ from lookcloser.trl_surface import (
 )
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class LookcloserGRPOConfig(GRPOConfig):
-    """TRL's GRPOConfig plus the rollout budgets and filters of ``LookcloserGRPOTrainer``."""
-
-    max_turn_tokens: int | None = field(default=None, metadata={
-        "help": "Per-turn token cap (each assistant turn); max_completion_length stays the whole trajectory's cap."})
-    max_images: int | None = field(default=None, metadata={
-        "help": "Image budget per trajectory (input images included); tool results past it get an Error: reply."})
-    max_prompt_length: int | None = field(default=None, metadata={
-        "help": "Left-truncate prompt text to this many tokens (tools and images counted); images are never cut."})
-    filter_groups: bool = field(default=False, metadata={
-        "help": "Dynamic group filtering: groups whose rewards are all equal leave the loss (DAPO dynamic sampling)."})
-    resample_rounds: int = field(default=0, metadata={
-        "help": "With filter_groups: up to this many extra generation rounds on fresh prompts to refill the batch "
-                "with informative groups (0: drop only)."})
-    mask_out_of_turns: bool = field(default=True, metadata={
-        "help": "Trajectories that ran out of tool turns leave the baseline and the loss instead of scoring 0."})
-    mask_out_of_length: bool = field(default=True, metadata={
-        "help": "Trajectories cut by max_completion_length / max_turn_tokens leave the baseline and the loss."})
-    rollout_chunk_size: int | None = field(default=None, metadata={
-        "help": "Generate rollouts this many at a time (1: sequential, for comparison; None: the whole batch)."})
 
 
 def _count_images(prompt) -> int:
