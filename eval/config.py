@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from lookcloser.agent.template_files import chat_template_path_field, read_template
 from lookcloser.agent.tool_sets import tool_set_field
 from lookcloser.checks import check_names, check_output_folder, check_range, did_you_mean
 from lookcloser.eval.benchmarks import BENCHMARKS, DEFAULT_BENCHMARKS, SPECS
@@ -53,6 +54,7 @@ class EvalConfig:
         "help": "Agent environment (agent.environments.ENVIRONMENTS) instead of the benchmark's own, for a "
                 "checkpoint trained with another tool set (e.g. crop: the tool curriculum)."})
     tool_set: str = tool_set_field()  # --tools false: no tools at all
+    chat_template_path: str | None = chat_template_path_field()  # a local model's template (not an endpoint's)
     max_turns: int | None = field(default=None, metadata={"help": "Assistant turns per episode (default per "
                                                                   "benchmark: " + str(DEFAULT_MAX_TURNS) + ")."})
     max_new_tokens_per_turn: int = field(default=1024, metadata={"help": "Token cap per turn."})
@@ -144,6 +146,7 @@ def check_paths(cfg: EvalConfig) -> None:
         from lookcloser.agent.families import check_supported
 
         check_supported(cfg.model, what="--model")
+    read_template(cfg.chat_template_path)  # readable and a template, before any work
     check_path("data_root", cfg.data_root, "folder")
     check_path("search_corpus", cfg.search_corpus, "file")
     check_output_folder("out", cfg.out)

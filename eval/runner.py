@@ -135,12 +135,14 @@ def build_policy(cfg: EvalConfig):
 
     from lookcloser.agent.hf_policy import HFPolicy
     from lookcloser.agent.models import load_model, load_processor
+    from lookcloser.agent.template_files import read_template
 
     device = cfg.device if cfg.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
     dtype = cfg.dtype if cfg.dtype != "auto" else ("bfloat16" if device.startswith("cuda") else "float32")
     model = load_model(cfg.model, dtype=dtype).to(device).eval()
     kwargs = {"do_sample": True, "temperature": cfg.temperature} if cfg.temperature > 0 else {}
-    return HFPolicy(model, load_processor(cfg.model), generation_kwargs=kwargs)
+    processor = load_processor(cfg.model, chat_template=read_template(cfg.chat_template_path))
+    return HFPolicy(model, processor, generation_kwargs=kwargs)
 
 
 def env_factory(benchmark: str, cfg: EvalConfig, embedder=None):

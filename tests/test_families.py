@@ -232,3 +232,29 @@ def test_scorers_find_the_final_turn_in_each_familys_rendering(name, tiny):
     text = processor.apply_chat_template(messages, tokenize=False)
     assert "Answer: A" in text
     assert final_turn_text(text).strip() == "<answer>B</answer>", text[-300:]
+
+
+def test_a_users_chat_template_reaches_grpo_and_eval(tiny, tmp_path, monkeypatch):
+    """``chat_template_path`` (GRPO recipe key, eval flag; SFT has TRL's) replaces the checkpoint's template; one
+    that renders no tool calls is refused with one line naming the key."""
+    from lookcloser.eval.__main__ import main as eval_main
+    from lookcloser.train import grpo
+
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("LOOKCLOSER_CACHE", str(tmp_path / "cache"))
+    family = FAMILIES["gemma3"]
+    ours = tmp_path / "ours.jinja"
+    # A user's own wording of the tool instructions (renders differently, so it is not taken for the family's).
+    ours.write_text(family.tool_template_text().replace("You can call the functions below", "Use these functions"),
+                    encoding="utf-8")
+    assert ours.read_text(encoding="utf-8") != family.tool_template_text()
+    fast = ["--bf16", "false", "--use_cpu", "true", "--save_strategy", "no", "--report_to", "none",
+            "--output_dir", str(tmp_path / "grpo")]
+    trainer = grpo.build_trainer(*grpo.parse_args(["recipes/grpo_synthetic.yaml", "--model_name_or_path",
+                                                   str(tiny("gemma3")), "--chat_template_path", str(ours), *fast]))
+    assert trainer.processing_class.chat_template == ours.read_text(encoding="utf-8")
+    no_tools = tmp_path / "no_tools.jinja"
+    no_tools.write_text("{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}", encoding="utf-8")
+    with pytest.raises(RecipeError, match="chat_template_path: the template renders no tool calls"):
+        eval_main(["--model", str(tiny("gemma3")), "--benchmarks", "mir", "--limit", "1", "--chat_template_path",
+                   str(no_tools), "--out", str(tmp_path / "eval")])

@@ -50,6 +50,8 @@ MISTAKES = [
     ([*EVAL, "--model", str(REPO / "README.md")], "README.md is a file, not a model folder"),
     ([*EVAL, "--model", "outputs/nope"], "outputs/nope: model folder not found"),
     ([*EVAL, "--model", str(UNSUPPORTED)], "to add one, write agent/families/<family>.py"),
+    ([*EVAL, "--model", "lookcloser/tiny-qwen3-vl", "--chat_template_path", str(REPO / "README.md")],
+     "README.md is not a Jinja chat template"),
     ([*EVAL, "--model", "lookcloser/tiny-qwen3-vl", "--benchmarks", "mir,tir-bench"], "did you mean tir_bench?"),
     ([*EVAL, "--model", "lookcloser/tiny-qwen3-vl", "--mir_prompt_stage", "5"], "mir_prompt_stage must be between"),
     ([*EVAL, "--model", "lookcloser/tiny-qwen3-vl", "--temperature", "-1"], "temperature must be >= 0, got -1.0"),

@@ -19,6 +19,7 @@ from packaging.version import Version
 
 from lookcloser.agent.environments import ENVIRONMENT_NAMES, check_tool_set, environment_class
 from lookcloser.agent.families import check_supported
+from lookcloser.agent.template_files import read_template
 from lookcloser.checks import (
     check_model_name,
     check_names,
@@ -140,6 +141,7 @@ def check_grpo(script_args, training_args, model_args, planned: Iterable[str | P
     check_training(training_args, model_args, planned)
     check_output_dir(script_args, training_args, model_args)
     check_names("reward_funcs", script_args.reward_funcs, sorted(REGISTRY))
+    read_template(script_args.chat_template_path)  # readable and a template, before the model loads
     weights = training_args.reward_weights
     if weights is not None and len(weights) != len(script_args.reward_funcs):
         raise RecipeError(f"reward_weights has {len(weights)} values for {len(script_args.reward_funcs)} reward_funcs "

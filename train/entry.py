@@ -107,10 +107,12 @@ def peft_config(model_args):
     return get_peft_config(model_args)
 
 
-def model_and_processor(model_args, training_args) -> tuple[str, object]:
+def model_and_processor(model_args, training_args, chat_template_path: str | None = None) -> tuple[str, object]:
     """The model to train (a hub id, a local folder, or the reserved tiny name, built offline and
-    cached) and its processor; the trainer loads the weights from ``model_init_kwargs``, set here."""
+    cached) and its processor (``chat_template_path``: the user's template instead of the checkpoint's);
+    the trainer loads the weights from ``model_init_kwargs``, set here."""
     from lookcloser.agent.models import load_processor, resolve_model_path
+    from lookcloser.agent.template_files import read_template
 
     model_path = resolve_model_path(model_args.model_name_or_path)
     training_args.model_init_kwargs = {
@@ -119,7 +121,8 @@ def model_and_processor(model_args, training_args) -> tuple[str, object]:
         "revision": model_args.model_revision,
         **(training_args.model_init_kwargs or {}),
     }
-    return model_path, load_processor(model_path, revision=model_args.model_revision)
+    return model_path, load_processor(model_path, chat_template=read_template(chat_template_path),
+                                      revision=model_args.model_revision)
 
 
 def run_config(configs) -> dict:

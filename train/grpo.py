@@ -63,7 +63,7 @@ def build_trainer(script_args: GRPOScriptArguments, training_args: LookcloserGRP
     dataset = load_grpo_dataset(script_args, training_args)
     check_reward_rows(dataset, script_args.reward_funcs, script_args.dataset_path or script_args.dataset_name)
     env_factory = environment_factory(script_args, dataset)  # per_row: the column checked before the model loads
-    model_path, processor = model_and_processor(model_args, training_args)
+    model_path, processor = model_and_processor(model_args, training_args, script_args.chat_template_path)
     logger.info("GRPO on %d prompts (%s), environment %s, rewards %s", len(dataset),
                 script_args.dataset_path or script_args.dataset_name or "synthetic", script_args.environment,
                 script_args.reward_funcs)

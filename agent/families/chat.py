@@ -73,17 +73,6 @@ def _set_template(processor, template: str) -> None:
         tokenizer.chat_template = template
 
 
-def read_template(path: str | Path, what: str = "chat_template_path") -> str:
-    """A user's template file (``.jinja``), or one error line naming it."""
-    path = Path(path).expanduser()
-    if not path.is_file():
-        raise RecipeError(f"{what}: {path} not found")
-    text = path.read_text(encoding="utf-8")
-    if "{%" not in text and "{{" not in text:
-        raise RecipeError(f"{what}: {path} is not a Jinja chat template (no {{% or {{{{)")
-    return text
-
-
 def prepare_processor(processor, family: ModelFamily, chat_template: str | None = None):
     """Make ``processor``'s chat template render tool calls and be known by its exact text, and give
     its tokenizer the family's response template. ``chat_template``: a user's template text (recipe or

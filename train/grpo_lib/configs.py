@@ -9,6 +9,7 @@ from typing import ClassVar
 
 from trl import GRPOConfig, ScriptArguments
 
+from lookcloser.agent.template_files import chat_template_path_field
 from lookcloser.agent.tool_sets import tool_set_field
 from lookcloser.data_builders.synthetic import BENCHMARK as SYNTHETIC_BENCHMARK
 from lookcloser.data_builders.synthetic import SyntheticConfig
@@ -26,6 +27,7 @@ class GRPOScriptArguments(FusedKernelsArguments, ScriptArguments, DashboardArgum
     """Data, environment and rewards. With neither ``dataset_path`` nor ``dataset_name``, synthetic
     tool tasks are generated on the fly (``synthetic_*``)."""
 
+    chat_template_path: str | None = chat_template_path_field()
     dataset_path: str | None = field(default=None, metadata={
         "help": "A saved data set folder (python -m data_builders ... / save_to_disk), an MIR .json (hard questions "
                 "from data_builders difficulty), DISBench queries .jsonl, or a parquet/JSONL file of GRPO rows."})
