@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from lookcloser.agent.families import FAMILIES
+from testing.mir_heldout import mir_accuracy
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow
@@ -59,24 +60,13 @@ def held_out(tmp_path_factory) -> Path:
     return write_heldout(tmp_path_factory.mktemp("held_out"), HELD_OUT_SEED, ("mir",))["mir"]
 
 
-def _accuracy(model: Path, data: Path, out: Path, gray: bool = False) -> tuple[float, dict]:
-    from lookcloser.eval.__main__ import main as eval_main
-
-    metrics = eval_main(["--model", str(model), "--benchmarks", "mir", "--data_root", str(data),
-                         "--mir_prompt_stage", "0", "--tools", "false", "--system_prompt", "", "--max_turns", "1",
-                         "--gray_images", str(gray).lower(), "--out", str(out), "--batch_size", "32"])
-    mir = metrics["benchmarks"]["mir"]
-    assert mir["n"] == 64 and mir["n_failed"] == 0
-    return mir["overall"]["accuracy"], {k: v["accuracy"] for k, v in mir["groups"]["task"].items()}
-
-
 def test_a_second_family_learns_mir_from_the_pixels(trained, start, held_out, tmp_path):
     import json
 
     assert json.loads((trained / "config.json").read_text())["model_type"] == FAMILY
-    accuracy, by_family = _accuracy(trained, held_out, tmp_path / "real")
+    accuracy, by_family = mir_accuracy(trained, held_out, tmp_path / "real")
     assert accuracy >= TARGET and all(value > CHANCE for value in by_family.values()), by_family
-    gray, by_family_gray = _accuracy(trained, held_out, tmp_path / "gray", gray=True)
+    gray, by_family_gray = mir_accuracy(trained, held_out, tmp_path / "gray", gray=True)
     assert gray <= CHANCE + 0.15, by_family_gray
-    untrained, by_family_start = _accuracy(start, held_out, tmp_path / "start")
+    untrained, by_family_start = mir_accuracy(start, held_out, tmp_path / "start")
     assert not untrained >= TARGET, by_family_start

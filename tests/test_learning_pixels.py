@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from testing.mir_heldout import mir_accuracy
 from tests.conftest import REPO
 
 HELD_OUT_SEED = 7007  # a reserved held-out seed: never trained on, never tuned on
@@ -66,17 +67,6 @@ def held_out(tmp_path_factory) -> Path:
     return write_heldout(tmp_path_factory.mktemp("held_out"), HELD_OUT_SEED, ("mir",))["mir"]
 
 
-def _accuracy(model: Path, data: Path, out: Path, gray: bool = False) -> tuple[float, dict]:
-    from lookcloser.eval.__main__ import main as eval_main
-
-    metrics = eval_main(["--model", str(model), "--benchmarks", "mir", "--data_root", str(data),
-                         "--mir_prompt_stage", "0", "--tools", "false", "--system_prompt", "", "--max_turns", "1",
-                         "--gray_images", str(gray).lower(), "--out", str(out), "--batch_size", "32"])
-    mir = metrics["benchmarks"]["mir"]
-    assert mir["n"] == 64 and mir["n_failed"] == 0
-    return mir["overall"]["accuracy"], {k: v["accuracy"] for k, v in mir["groups"]["task"].items()}
-
-
 def test_curriculum_checkpoint_is_a_normal_folder_that_records_its_prompting(curricula):
     from lookcloser.agent.checkpoint_prompting import read_prompting
 
@@ -87,17 +77,17 @@ def test_curriculum_checkpoint_is_a_normal_folder_that_records_its_prompting(cur
 
 
 def test_curriculum_learns_to_answer_from_the_pixels_on_held_out_records(curricula, held_out, tmp_path):
-    accuracy, by_family = _accuracy(curricula["trained"], held_out, tmp_path / "real")
+    accuracy, by_family = mir_accuracy(curricula["trained"], held_out, tmp_path / "real")
     assert accuracy >= TARGET, by_family
     assert all(value > CHANCE for value in by_family.values()), by_family  # no family left at chance
 
 
 def test_gray_images_control_falls_to_chance(curricula, held_out, tmp_path):
-    accuracy, by_family = _accuracy(curricula["trained"], held_out, tmp_path / "gray", gray=True)
+    accuracy, by_family = mir_accuracy(curricula["trained"], held_out, tmp_path / "gray", gray=True)
     assert accuracy <= CHANCE + 0.15, by_family
     assert not accuracy >= TARGET  # the main assertion fails without the pixels
 
 
 def test_learning_rate_0_control_fails_the_same_assertion(curricula, held_out, tmp_path):
-    accuracy, by_family = _accuracy(curricula["lr0"], held_out, tmp_path / "lr0")
+    accuracy, by_family = mir_accuracy(curricula["lr0"], held_out, tmp_path / "lr0")
     assert not accuracy >= TARGET, by_family
