@@ -130,7 +130,8 @@ def test_grpo_step_with_the_crop_tool_puts_its_image_in_turn_two_and_the_loss(na
     from datasets import Dataset
 
     from lookcloser.agent.environments import ImageToolEnv
-    from lookcloser.train.grpo_lib.trainer import LookcloserGRPOConfig, LookcloserGRPOTrainer
+    from lookcloser.train.grpo_lib.configs import LookcloserGRPOConfig
+    from lookcloser.train.grpo_lib.trainer import LookcloserGRPOTrainer
 
     family = FAMILIES[name]
     model, processor = load_model(str(tiny(name))), load_processor(str(tiny(name)))
