@@ -25,7 +25,7 @@ import torch
 from lookcloser.agent.episode import Episode, Turn, as_blocks
 from lookcloser.agent.families import family_for_model_type
 from lookcloser.agent.families.batching import join_along_batch
-from lookcloser.agent.families.chat import prepare_processor
+from lookcloser.agent.families.chat import after_last_stop, prepare_processor, tool_call_exchange
 
 
 class HFPolicy:
@@ -88,17 +88,10 @@ class HFPolicy:
 
     def extend(self, episode: Episode, tool_messages: list[dict]) -> None:
         name = str(tool_messages[0].get("name") or "tool")
-        dummy = [
-            {"role": "user", "content": "dummy"},
-            {"role": "assistant", "content": "",
-             "tool_calls": [{"type": "function", "function": {"name": name, "arguments": {}}}]},
-        ]
+        dummy = tool_call_exchange(name)
         if name not in self._suffix_prefix:
             prefix = list(self._render(dummy)["input_ids"])
-            # Cut after the last token generation stops at (the family's turn end: Gemma's <end_of_turn>, not
-            # its tokenizer's <eos>), since a generated turn ends there and the rest is the tool turn's text.
-            eos_positions = [i for i, t in enumerate(prefix) if t in self.eos_ids]
-            self._suffix_prefix[name] = prefix[: eos_positions[-1] + 1] if eos_positions else prefix
+            self._suffix_prefix[name] = prefix[: after_last_stop(prefix, self.eos_ids) or len(prefix)]
         prefix = self._suffix_prefix[name]
         full = self._render(dummy + tool_messages, add_generation_prompt=True)
         ids = list(full["input_ids"])

@@ -24,9 +24,9 @@ from lookcloser.errors import ModelPathError
 logger = logging.getLogger(__name__)
 
 
-def embedded_model_cache_dir(size: str = "tiny", name: str = TINY_MODEL_NAME) -> Path:
-    """The cache folder of the reserved model ``name`` at ``size`` (e.g. ``~/.cache/lookcloser/tiny-qwen3-vl-v3``)."""
-    family = RESERVED[name][0]
+def embedded_model_cache_dir(name: str = TINY_MODEL_NAME) -> Path:
+    """The cache folder of the reserved model ``name`` (e.g. ``~/.cache/lookcloser/tiny-qwen3-vl-v3``)."""
+    family, size = RESERVED[name]
     root = os.environ.get("LOOKCLOSER_CACHE") or Path.home() / ".cache" / "lookcloser"
     # Versioned: a cache built by an older definition of the embedded models is never picked up.
     return Path(root) / f"{size}-{family.slug}-v{family.tiny_version}"
@@ -119,13 +119,12 @@ def resolve_model_path(name_or_path: str) -> str:
         if path.is_dir():
             check_whole_checkpoint(path)  # e.g. saved with ZeRO-3's empty shards: refused, never loaded
         return name_or_path
-    family, size = RESERVED[name_or_path]
-    return str(embedded_checkpoint(size, family=family, name=name_or_path))
+    return str(embedded_checkpoint(name_or_path))
 
 
-def embedded_checkpoint(size: str = "tiny", wait_s: float = 600.0, family: ModelFamily | None = None,
-                        name: str = TINY_MODEL_NAME) -> Path:
-    """The cached embedded checkpoint of ``size``, built when missing and rebuilt when not whole.
+def embedded_checkpoint(name: str = TINY_MODEL_NAME, wait_s: float = 600.0) -> Path:
+    """The cached checkpoint of the reserved model ``name`` (its family and size: ``agent.families.RESERVED``),
+    built when missing and rebuilt when not whole.
 
     One process builds it under a file lock (other launches on the machine wait on the lock); in a
     distributed run that is rank 0, since transformers' ``save_pretrained`` writes on rank 0 only, and the
@@ -141,8 +140,8 @@ def embedded_checkpoint(size: str = "tiny", wait_s: float = 600.0, family: Model
     from lookcloser.checkpoints import weights_problem
     from lookcloser.trl_surface import outside_deepspeed_zero3
 
-    family = family or RESERVED[name][0]
-    target = embedded_model_cache_dir(size, name)
+    family, size = RESERVED[name]
+    target = embedded_model_cache_dir(name)
     target.parent.mkdir(parents=True, exist_ok=True)
     builder = not (dist.is_available() and dist.is_initialized()) or dist.get_rank() == 0
     deadline = time.monotonic() + wait_s

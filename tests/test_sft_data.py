@@ -7,8 +7,11 @@ import contextlib
 import pytest
 import torch
 
+from lookcloser.agent.families import FAMILIES
 from lookcloser.train.sft import build_trainer, parse_args
 from lookcloser.train.sft_data import FeatureCollator, featurize, rope_index_fn
+
+IMAGE_KEYS = FAMILIES["qwen3_vl"].image_keys  # the embedded default's per-image tensors
 
 pytestmark = pytest.mark.usefixtures("repo_cwd")  # recipes name data relative to the repo root
 
@@ -26,14 +29,14 @@ def on_the_fly(tiny_model_dir, tmp_path_factory):
     with contextlib.chdir(REPO):  # module-scoped: the per-test repo_cwd does not reach it
         trainer = _trainer(tiny_model_dir, tmp_path_factory.mktemp("sft"), "--preprocess_once", "false")
     records = [trainer.train_dataset[i] for i in range(12)]
-    featurized = featurize(records, trainer.data_collator, rope_index_fn(trainer.model))
+    featurized = featurize(records, trainer.data_collator, IMAGE_KEYS, rope_index_fn(trainer.model))
     return trainer, records, featurized
 
 
 def test_featurized_batches_equal_the_on_the_fly_collators(on_the_fly):
     trainer, records, featurized = on_the_fly
     assert type(trainer.data_collator).__name__ == "ToolTrajectoryCollator"
-    collate = FeatureCollator(trainer.processing_class.tokenizer.pad_token_id)
+    collate = FeatureCollator(trainer.processing_class.tokenizer.pad_token_id, IMAGE_KEYS)
     for rows in ([0, 1, 2, 3], [4, 9, 5], [11]):
         expected = trainer.data_collator([records[i] for i in rows])
         batch = collate([featurized[i] for i in rows])
@@ -52,8 +55,8 @@ def test_packed_batch_loss_equals_padded_batch_loss(on_the_fly):
     trainer, _, featurized = on_the_fly
     model = trainer.model.eval()
     examples = [featurized[i] for i in (0, 3, 7, 10)]
-    padded = FeatureCollator(trainer.processing_class.tokenizer.pad_token_id)(examples)
-    packed = FeatureCollator(trainer.processing_class.tokenizer.pad_token_id, pack=True)(examples)
+    padded = FeatureCollator(trainer.processing_class.tokenizer.pad_token_id, IMAGE_KEYS)(examples)
+    packed = FeatureCollator(trainer.processing_class.tokenizer.pad_token_id, IMAGE_KEYS, pack=True)(examples)
     assert packed["input_ids"].shape == (1, sum(featurized.lengths[i] for i in (0, 3, 7, 10)))
     assert "attention_mask" not in packed and packed["position_ids"].shape[:2] == (4, 1)
     assert int((packed["labels"] != -100).sum()) == int((padded["labels"][:, 1:] != -100).sum())
@@ -99,7 +102,7 @@ def test_scoring_only_labelled_tokens_keeps_the_loss(on_the_fly, monkeypatch):
 
     trainer, _, featurized = on_the_fly
     model = trainer.model.eval()
-    batch = FeatureCollator(trainer.processing_class.tokenizer.pad_token_id)([featurized[i] for i in range(6)])
+    batch = FeatureCollator(trainer.processing_class.tokenizer.pad_token_id, IMAGE_KEYS)([featurized[i] for i in range(6)])
     monkeypatch.setattr(trl_utils, "_use_triton", trl_utils._use_triton)  # restored after the test
     with torch.no_grad():
         every_position = model(**batch, use_cache=False, fused_lm_head=True)

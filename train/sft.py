@@ -175,10 +175,9 @@ def use_featurized_data(trainer, collator, pack_sequences: str, attn_implementat
     if pack and rope_index is None:
         raise RecipeError(f"pack_sequences: {family.name} has no M-RoPE positions (get_rope_index) to pack with; set "
                           "pack_sequences: false")
-    trainer.train_dataset = featurize(trainer.train_dataset, collator, rope_index, family.image_keys)
-    trainer.data_collator = FeatureCollator(collator.processor.tokenizer.pad_token_id, pack=pack,
-                                            pad_to_multiple_of=collator.pad_to_multiple_of,
-                                            image_keys=family.image_keys)
+    trainer.train_dataset = featurize(trainer.train_dataset, collator, family.image_keys, rope_index)
+    trainer.data_collator = FeatureCollator(collator.processor.tokenizer.pad_token_id, family.image_keys, pack=pack,
+                                            pad_to_multiple_of=collator.pad_to_multiple_of)
 
 
 def main(script_args: SFTScriptArguments, training_args: SFTConfig, model_args: ModelConfig) -> str:

@@ -40,7 +40,6 @@ logger = logging.getLogger(__name__)
 # and, per family, its per-image tensors (``ModelFamily.image_keys``, passed in as ``image_keys``).
 TOKEN_KEYS = ("input_ids", "attention_mask", "labels", "mm_token_type_ids", "token_type_ids")
 VIDEO_KEYS = ("pixel_values_videos", "video_grid_thw")
-CONCAT_KEYS = ("pixel_values", "image_grid_thw", *VIDEO_KEYS)  # Qwen's: the default
 # Raw-record fields kept beside the tensors (cheap references): code that inspects
 # ``trainer.train_dataset[0]`` (e.g. the saved prompting settings) still sees the record's prompt.
 RECORD_KEYS = ("messages", "tools", "id", "task", "data_source")
@@ -69,13 +68,13 @@ def rope_index_fn(model) -> Callable | None:
     return None
 
 
-def featurize(dataset, collator, rope_index: Callable | None = None,
-              image_keys: tuple[str, ...] = CONCAT_KEYS[:2]) -> FeaturizedDataset:
+def featurize(dataset, collator, image_keys: tuple[str, ...], rope_index: Callable | None = None) -> FeaturizedDataset:
     """Run ``collator`` on each record alone; keep its tensors without the batch dimension or padding.
 
     ``rope_index`` (from ``rope_index_fn``) adds each example's M-RoPE ``position_ids`` (3, length):
     packed batches need them, and padded ones pass them so that the model does not recompute them
-    (a Python loop over the rows) at every step. ``image_keys``: the family's per-image tensors.
+    (a Python loop over the rows) at every step. ``image_keys``: the family's per-image tensors
+    (``ModelFamily.image_keys``).
     """
     concat_keys = (*image_keys, *VIDEO_KEYS)
     start = time.perf_counter()
@@ -113,15 +112,15 @@ class FeatureCollator:
 
     Args:
         pad_token_id: Fills ``input_ids`` of padded rows.
+        image_keys: The family's per-image tensors (``ModelFamily.image_keys``), joined in the batch's image order.
         pack: One row per batch, no padding; needs ``position_ids`` in the examples.
         pad_to_multiple_of: Padded rows' length is rounded up to it (as the processor does).
-        image_keys: The family's per-image tensors, concatenated in the batch's image order.
     """
 
     pad_token_id: int
+    image_keys: tuple[str, ...]
     pack: bool = False
     pad_to_multiple_of: int | None = None
-    image_keys: tuple[str, ...] = CONCAT_KEYS[:2]
 
     def __call__(self, examples: list[dict]) -> dict[str, torch.Tensor]:
         batch = self._pack(examples) if self.pack else self._pad(examples)

@@ -99,3 +99,24 @@ def prepare_processor(processor, family: ModelFamily, chat_template: str | None 
     tokenizer = getattr(processor, "tokenizer", processor)
     tokenizer.response_template = family.response_schema()
     return processor
+
+
+def tool_call_exchange(tool_name: str) -> list[dict]:
+    """A user turn, then an assistant turn calling ``tool_name``: rendered and cut after its last stop token
+    (``after_last_stop``), what every generated tool-call turn ends with before the tool results follow (TRL's
+    ``_get_tool_suffix_ids`` and ``HFPolicy.extend`` both diff against it)."""
+    return [{"role": "user", "content": "dummy"},
+            {"role": "assistant", "content": "",
+             "tool_calls": [{"type": "function", "function": {"name": tool_name, "arguments": {}}}]}]
+
+
+def after_last_stop(ids: list[int], stop_ids) -> int:
+    """The position just after the last of ``stop_ids`` in ``ids`` (0: none there). Generation stops at a stop
+    token (Gemma's ``<end_of_turn>``, not its tokenizer's ``<eos>``), so what a template renders past it belongs
+    to the next turn.
+
+    >>> after_last_stop([5, 9, 1, 9, 2], {9}), after_last_stop([5, 1], {9})
+    (4, 0)
+    """
+    positions = [i for i, token in enumerate(ids) if token in stop_ids]
+    return positions[-1] + 1 if positions else 0

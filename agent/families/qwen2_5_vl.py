@@ -20,7 +20,7 @@ from transformers import (
 )
 
 from lookcloser.agent.families.base import ModelFamily
-from lookcloser.agent.families.tool_calls import tool_call_response_template
+from lookcloser.agent.families.tool_calls import chatml_response_template
 from lookcloser.agent.processor import ImagesOnlyProcessor
 from lookcloser.agent.tiny_builder import bpe_tokenizer, save_tiny, text_config, trl_chat_template
 
@@ -92,10 +92,6 @@ def build_tiny(out_dir: str | Path, seed: int = 0, size: str = "tiny", replace: 
     return save_tiny(out_dir, Qwen2_5_VLForConditionalGeneration, config, processor, seed, replace)
 
 
-def _response_schema() -> dict:
-    return tool_call_response_template("<|im_start|>assistant\n", "<|im_end|>")
-
-
 FAMILY = ModelFamily(
     name="qwen2_5_vl",
     slug="qwen2.5-vl",
@@ -108,7 +104,7 @@ FAMILY = ModelFamily(
     mrope=True,
     turns="chatml",
     tool_template="qwen2_5_vl_tools.jinja",
-    response_schema=_response_schema,
+    response_schema=chatml_response_template,
     build_tiny=build_tiny,
     tiny_version=VERSION,
 )

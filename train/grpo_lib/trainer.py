@@ -29,6 +29,7 @@ from trl import GRPOTrainer
 from trl.data_utils import prepare_multimodal_messages
 
 from lookcloser.agent.families import family_for_model_type
+from lookcloser.agent.families.chat import after_last_stop, tool_call_exchange
 from lookcloser.errors import RecipeError
 from lookcloser.train.grpo_lib.filtering import (
     concat_batches,
@@ -92,6 +93,7 @@ class LookcloserGRPOTrainer(GRPOTrainer):
         self._round_rewards: torch.Tensor | None = None  # global weighted reward per row (NaN: masked/unscorable)
         self._round_masked = torch.zeros(0, dtype=torch.bool)  # global: rows taken out of baseline and loss
         self._resample_calls = 0
+        self._turn_tail: list[int] | None = None  # what a tool-call turn renders past its stop token (below)
         self.timings: dict[str, list[float]] = defaultdict(list)
 
     def _get_tool_suffix_ids(self, tool_messages):
@@ -100,22 +102,18 @@ class LookcloserGRPOTrainer(GRPOTrainer):
         dummy prefix at ``eos_token`` only, so there a generated turn, which stops at the stop token, would
         lose the newline the template puts after it."""
         suffix = super()._get_tool_suffix_ids(tool_messages)
-        if not hasattr(self, "_turn_tail"):
+        if self._turn_tail is None:
             self._turn_tail = self._rendered_after_stop(tool_messages[0]["name"])
         return self._turn_tail + list(suffix)
 
     def _rendered_after_stop(self, tool_name: str) -> list[int]:
         """The ids a rendered assistant tool-call turn has after its last stop token, when TRL keeps them
         out of the suffix (no tokenizer eos in the turn); else none."""
-        call = [{"type": "function", "function": {"name": tool_name, "arguments": {}}}]
-        messages = prepare_multimodal_messages([{"role": "user", "content": "dummy"},
-                                                {"role": "assistant", "content": "", "tool_calls": call}])
+        messages = prepare_multimodal_messages(tool_call_exchange(tool_name))
         ids = self.processing_class.apply_chat_template(messages, tokenize=True, chat_template=self.chat_template,
                                                         return_dict=False, **self.chat_template_kwargs)[0]
-        if self._tokenizer.eos_token_id in ids:
-            return []
-        stops = [i for i, token in enumerate(ids) if token in self.eos_token_ids]
-        return list(ids[stops[-1] + 1:]) if stops else []
+        end = after_last_stop(ids, self.eos_token_ids)
+        return list(ids[end:]) if end and self._tokenizer.eos_token_id not in ids else []
 
     def _opt(self, name: str, default=None):
         return getattr(self.args, name, default)
