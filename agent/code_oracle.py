@@ -1,168 +1,103 @@
-"""Programs that solve synthetic TIR tasks, for oracle trajectories that call the ``python`` tool.
+"""Oracle trajectories that call the ``python`` tool: a plan from the program grammar, run in the real sandbox.
 
-Fixed image tools cannot count the differing cells of two pictures or measure a tilt; a few lines of
-numpy can. For each such task kind, ``program_step`` writes the oracle's one tool turn: a short program
-over ``image_1`` / ``image_2`` that prints the answer exactly as the answer is written, and the thinking
-around it. The program runs in the real sandbox when the trajectory is rendered
-(``agent.oracle.oracle_trajectory``), and the trajectory is kept only when what it printed is the gold
-answer.
+Fixed image tools cannot count the differing cells of two pictures, measure a tilt, order jigsaw pieces or
+walk a maze; a few lines over ``looktools`` can. ``solve_with_python`` renders an item's trajectory from the
+plans ``agent.code_programs`` composes for it (one call, print-read-decide, or a mistake and its fix), each
+call run through the episode's own ``python`` tool, and keeps the first plan whose last call printed the gold
+answer. ``copy_drill`` writes the warm-up rows on what a program copies from the question.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
-from dataclasses import dataclass
+from pathlib import Path
 
-from lookcloser.data_builders.synthetic import SyntheticConfig, SyntheticItem, ToolStep
+from lookcloser.agent.code_programs import KINDS, Plan, plans_for
+from lookcloser.data_builders.synthetic import SyntheticItem, ToolStep
 
-# A pixel differs when its channels differ by more than this in sum; a cell differs when more than this
-# share of its pixels do (a drawn shape covers >= 12% of its cell; the images are lossless PNG).
-SPOT_PIXEL_THRESHOLD = 60
-SPOT_CELL_SHARE = 0.01
-
-# The drill's values are drawn wider than the tasks' (grids of 3-5 each way, 6 options), and its lists
-# longer, so a value that is guessed from what is common, not copied from the context, is wrong.
-DRILL_GRID = (2, 9)
-DRILL_MAX_PATCHES = 6
-DRILL_OPTIONS = (3, 8)
+__all__ = ["KINDS", "copy_drill", "item_rng", "solve_with_python"]
 
 
-@dataclass
-class ProgramStep:
-    step: ToolStep
-    final_think: str
+def item_rng(record: dict) -> random.Random:
+    """The rng an item's plans are drawn from: the same on every machine and run (a str seed is hashed with
+    sha512, not Python's per-process hash)."""
+    return random.Random(f"program:{record['id']}:{record['prompt']}:{record['answer']}")
 
 
-def spot_difference_program(rows: int, cols: int) -> str:
-    """The program for a ``rows`` x ``cols`` spot-the-difference grid: prints the differing patches, numbered
-    from 1 row by row, as the answer lists them. Written tersely: the tiny model's tokenizer spends about one
-    token a character, and a program the policy writes in fewer tokens is sampled right more often.
-
-    >>> print(spot_difference_program(2, 3).splitlines()[1])
-    n,m=2,3
-    """
-    return ("import numpy as np\n"
-            f"n,m={rows},{cols}\n"
-            f"d=np.abs(np.int16(image_1)-np.int16(image_2)).sum(2)>{SPOT_PIXEL_THRESHOLD}\nh,w=d.shape\n"
-            "print(', '.join(str(r*m+c+1) for r in range(n) for c in range(m) "
-            f"if d[r*h//n:(r+1)*h//n,c*w//m:(c+1)*w//m].mean()>{SPOT_CELL_SHARE}))\n")
+def _printed(message: dict) -> str:
+    """What a tool turn showed: a call's printed text without its ``Output:`` line, or its error line."""
+    content = message["content"]
+    text = content if isinstance(content, str) else content[0]["text"]
+    return text.removeprefix("Output:\n")
 
 
-def _spot_difference_step(rows: int, cols: int) -> ProgramStep:
-    think = (f"The two images are the same picture on a {rows}x{cols} grid. Comparing their pixels cell by cell "
-             "finds every changed patch at once.")
-    return ProgramStep(ToolStep(think, [("python", {"code": spot_difference_program(rows, cols)})]),
-                       "The program printed the patches where the two images differ.")
+def solve_with_python(item: SyntheticItem, env, messages: list[dict], images: list[str], out_dir: Path,
+                      tag: str) -> str | None:
+    """Append the turns of the first of the item's plans whose last call printed the gold answer to
+    ``messages``; return that plan's closing thought, or None when none did (``messages`` as it was)."""
+    from lookcloser.agent.code_env import printed_text
+    from lookcloser.agent.oracle import render_steps
+
+    gold = printed_text(f"{item.answer_text}\n")
+    for plan in plans_for(item.record["task"], item.record["meta_data"], item_rng(item.record)):
+        kept, shown = len(messages), len(images)
+        if _render_plan(plan, env, messages, images, out_dir, tag, render_steps) == gold:
+            return plan.final_think
+        del messages[kept:], images[shown:]
+    return None
 
 
-# The angles data_builders.synthetic.make_rotation draws its options from (the default step).
-ROTATION_ANGLES = range(SyntheticConfig.rotation_step, 360, SyntheticConfig.rotation_step)
-
-
-def rotation_program(options: list[int]) -> str:
-    """The program for a rotation_game item with these options (degrees clockwise): prints the letter of
-    the option that the tilt of the picture's edges matches, modulo 90 degrees. The rotated picture sits
-    on white fill (``expand``), so its leftmost and topmost pixels are two corners and the edge between
-    them shows the tilt; a square picture looks the same a quarter turn on, so options 90 degrees apart
-    tie and the first is printed (on 200 items of seed 11: right on 0.905; 0.225 had such a tie).
-
-    >>> print(rotation_program([35, 120]).splitlines()[1])
-    o=[35,120]
-    """
-    return ("import numpy as np\n"
-            f"o=[{','.join(map(str, options))}]\n"
-            "y,x=np.nonzero((np.array(image_1)<255).any(2))\n"
-            "a=np.degrees(np.arctan2(y[x==x.min()].mean()-y.min(),x[y==y.min()].min()-x.min()))\n"
-            "print('ABCDEFGHIJ'[min(range(len(o)),key=lambda i:abs((o[i]-a+45)%90-45))])\n")
-
-
-def _rotation_step(options: list[int]) -> ProgramStep:
-    think = ("The picture is tilted on a white fill. The angle of its edges, measured from its corners, "
-             "matches one option.")
-    return ProgramStep(ToolStep(think, [("python", {"code": rotation_program(options)})]),
-                       "The program printed the option the tilt matches.")
-
-
-@dataclass(frozen=True)
-class Program:
-    """A task kind that a program solves: the oracle's turn from an item's meta data; a drill (a question
-    drawn from ``rng``, its turn, and a printed line drawn to go with it); whether the program is always
-    right (a miss is then the oracle's bug) or may miss (that item gets no trajectory)."""
-
-    step: Callable[[dict], ProgramStep]
-    drill: Callable[[random.Random], tuple[str, ProgramStep, str]]
-    exact: bool = True
-
-
-def _spot_difference_drill(rng: random.Random) -> tuple[str, ProgramStep, str]:
-    from lookcloser.data_builders.synthetic import spot_difference_prompt
-
-    rows, cols = rng.randint(*DRILL_GRID), rng.randint(*DRILL_GRID)
-    cells = sorted(rng.sample(range(1, rows * cols + 1), rng.randint(1, min(DRILL_MAX_PATCHES, rows * cols))))
-    return spot_difference_prompt(rows, cols), _spot_difference_step(rows, cols), ", ".join(map(str, cells))
-
-
-def _rotation_drill(rng: random.Random) -> tuple[str, ProgramStep, str]:
-    from lookcloser.data_builders.synthetic import LETTERS, rotation_prompt
-
-    options = rng.sample(ROTATION_ANGLES, rng.randint(*DRILL_OPTIONS))
-    return rotation_prompt(options), _rotation_step(options), rng.choice(LETTERS[:len(options)])
-
-
-# The task kinds a program solves.
-PROGRAMS = {
-    "spot_difference": Program(lambda meta: _spot_difference_step(meta["rows"], meta["cols"]),
-                               _spot_difference_drill),
-    "rotation_game": Program(lambda meta: _rotation_step(meta["options"]), _rotation_drill,
-                             exact=False),
-}
-
-
-def program_step(item: SyntheticItem) -> ProgramStep | None:
-    """The oracle's python turn for ``item``'s task, or None when no program solves that kind."""
-    program = PROGRAMS.get(item.record["task"])
-    return program.step(item.record["meta_data"]) if program else None
+def _render_plan(plan: Plan, env, messages, images, out_dir, tag, render_steps) -> str:
+    outputs: list[str] = []
+    for stage in plan.stages:
+        call = stage(outputs)
+        render_steps(env, [ToolStep(call.think, [("python", {"code": call.code})])], messages, images, out_dir, tag,
+                     fails=call.fails)
+        outputs.append(_printed(messages[-1]))
+    last = messages[-1]["content"]
+    return last if isinstance(last, str) else last[0]["text"]
 
 
 def copy_drill(item: SyntheticItem, trajectory: dict, rng: random.Random) -> dict | None:
-    """A drill on the copies a python trajectory makes, for a warm-up stage before its cold start.
+    """A drill on what a python trajectory copies from its question, for a warm-up stage before the cold start.
 
-    ``trajectory`` (``agent.oracle.oracle_trajectory``'s record for ``item``) with the values it copies drawn
-    from ``rng`` (``Program.drill``): the question names them (spot_difference: the grid; rotation_game: the
-    options), the program repeats them, the tool result prints a line and the answer repeats it. Only a copy
-    from the context writes those right. The tiny model learned the program's fixed text in 300 cold-start
-    steps but not these copies (docs/grpo.md, "Code tool"); here they are all a row teaches. The printed line
-    is drawn, not run (a drill, not a trajectory: the pictures do not show it), and the record carries no
-    tool schemas, so a row is about 600 tiny-model tokens against 1,400 and many steps are cheap. None where
-    no program solved the item.
+    ``trajectory`` (``agent.oracle.oracle_trajectory``'s record for ``item``) with a question of the same kind
+    whose copied values (a stated grid, the options, the named colour) are drawn from ``rng`` wider than the
+    tasks draw them, a one-call program from the grammar with those values, a printed line drawn to go with
+    it and the answer repeating it. Only a copy from the context writes those right. The printed line is
+    drawn, not run (the pictures do not show it), and the record carries no tool schemas, so a row is short.
+    None where the kind copies nothing (its programs read everything from the picture) or the trajectory did
+    not call python.
 
     >>> from lookcloser.data_builders.synthetic import SyntheticItem, spot_difference_prompt
-    >>> item = SyntheticItem({"task": "spot_difference", "prompt": spot_difference_prompt(3, 4), "answer": "2",
-    ...                       "meta_data": {"rows": 3, "cols": 4}}, [])
+    >>> item = SyntheticItem({"id": 0, "task": "spot_difference", "prompt": spot_difference_prompt(3, 4),
+    ...                       "answer": "2", "meta_data": {"rows": 3, "cols": 4}}, [])
     >>> call = {"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "python"}}]}
     >>> messages = [{"role": "user", "content": [{"type": "text", "text": item.record["prompt"]}]}, call, {}, {}]
     >>> drill = copy_drill(item, {"messages": messages, "images": [], "task": "spot_difference", "id": "0"},
     ...                    random.Random(0))
     >>> drill["messages"][0]["content"][0]["text"][-17:]
     'n is 8 and m is 8'
-    >>> drill["messages"][1]["tool_calls"][0]["function"]["arguments"]["code"].splitlines()[1]
-    'n,m=8,8'
+    >>> ",8,8" in drill["messages"][1]["tool_calls"][0]["function"]["arguments"]["code"]
+    True
     >>> drill["messages"][2]["content"][0]["text"].split(), drill["messages"][3]["content"][-27:]
     (['Output:', '34'], '</think><answer>34</answer>')
     """
     from lookcloser.agent.code_env import printed_text
+    from lookcloser.agent.code_drills import DRILLS
     from lookcloser.data_builders.tool_sft import call_message, final_message
 
-    called = trajectory["messages"][1].get("tool_calls") or []
-    program = PROGRAMS.get(item.record["task"])
-    if program is None or [c["function"]["name"] for c in called] != ["python"]:
-        return None  # solved with the image tools (an environment without python): nothing to drill
-    prompt, step, printed = program.drill(rng)
+    called = [c["function"]["name"] for m in trajectory["messages"][1:] for c in m.get("tool_calls") or []]
+    draw = DRILLS.get(item.record["task"])
+    if draw is None or "python" not in called:
+        return None
+    prompt, meta, printed = draw(rng)
+    plan = next(p for p in plans_for(item.record["task"], meta, rng) if p.shape == "one")
+    call = plan.stages[0]([])
     question = trajectory["messages"][0]
     asked = [{"type": "text", "text": prompt} if block.get("text") == item.record["prompt"]
              else block for block in question["content"]]
-    messages = [{**question, "content": asked}, call_message(step.step),
+    messages = [{**question, "content": asked}, call_message(ToolStep(call.think, [("python", {"code": call.code})])),
                 {"role": "tool", "name": "python", "content": [{"type": "text", "text": printed_text(f"{printed}\n")}]},
-                final_message(step.final_think, printed)]
+                final_message(plan.final_think, printed)]
     return {**trajectory, "messages": messages, "tools": "", "id": f"{trajectory['id']}-drill"}

@@ -32,26 +32,26 @@ def oracle_trajectory(item: SyntheticItem, out_dir: str | Path, environment: str
     """Run the oracle's tool calls through the tool environment; return one SFT record.
 
     Tool-result images are saved as ``oracle/{id:06d}_{k}.png`` under ``out_dir``. With an environment that
-    offers ``python`` (``synthetic+python``), a task that a short program solves (``agent.code_oracle``) is
-    solved by one call that prints the answer, run in the real sandbox, and the answer copies what it printed.
-    None where such a program may miss and missed (rotation_game's tie of two options a quarter turn apart):
-    a trajectory never teaches copying a wrong answer.
+    offers ``python`` (``synthetic+python``), a task that programs solve is solved by the python calls of a plan
+    composed for the item (``agent.code_programs``), run in the real sandbox, and the answer copies what the last
+    call printed. None where no plan printed the answer of a kind whose programs may miss (rotation_game's tie
+    of two options a quarter turn apart): a trajectory never teaches copying a wrong answer.
     """
-    from lookcloser.agent.code_env import printed_text
-    from lookcloser.agent.code_oracle import PROGRAMS, program_step
+    from lookcloser.agent.code_oracle import KINDS, solve_with_python
 
     images = [str(p) for p in item.image_paths]
     env, messages = open_oracle_episode(environment, item.record["prompt"], images)
-    step = program_step(item) if "python" in tool_names(type(env)) else None
-    steps, final_think = ([step.step], step.final_think) if step else (item.steps, item.final_think)
-    render_steps(env, steps, messages, images, Path(out_dir), f"{item.record['id']:06d}")
-    if step:
-        printed = messages[-1]["content"][0]["text"]
-        if printed != printed_text(f"{item.answer_text}\n"):
-            if not PROGRAMS[item.record["task"]].exact:
-                return None
-            raise RuntimeError(f"item {item.record['id']}: the {item.record['task']} program printed {printed!r}, "
-                               f"the answer is {item.answer_text!r}")  # the oracle's own bug
+    tag = f"{item.record['id']:06d}"
+    if "python" in tool_names(type(env)) and item.record["task"] in KINDS:
+        final_think = solve_with_python(item, env, messages, images, Path(out_dir), tag)
+        if final_think is None:
+            if KINDS[item.record["task"]].exact:  # the oracle's own bug
+                raise RuntimeError(f"item {item.record['id']}: no {item.record['task']} program printed the answer "
+                                   f"{item.answer_text!r}")
+            return None
+    else:
+        render_steps(env, item.steps, messages, images, Path(out_dir), tag)
+        final_think = item.final_think
     messages.append(final_message(final_think, item.answer_text))
     return {"messages": messages, "images": images, "task": item.record["task"], "id": str(item.record["id"])}
 
@@ -68,16 +68,18 @@ def open_oracle_episode(environment: str, question: str, images: list[str], exam
     return env, messages
 
 
-def render_steps(env, steps: list, messages: list[dict], images: list[str], out_dir: Path, tag: str) -> None:
+def render_steps(env, steps: list, messages: list[dict], images: list[str], out_dir: Path, tag: str,
+                 fails: bool = False) -> None:
     """Run the oracle's tool turns through ``env``: append each assistant turn and its tools' results
     (as the agent loop shows them) to ``messages``; tool images go to ``out_dir/oracle/{tag}_{k}.png``
-    and onto ``images``. A failing call is the oracle's own bug: it raises."""
+    and onto ``images``. A failing call is the oracle's own bug: it raises; ``fails``: the calls are a
+    deliberate mistake (a program trajectory's ``fix``), and one that does not fail raises."""
     for step in steps:
         messages.append(call_message(step))
         for name, args in step.calls:
             result = env._call_tool(name, args)
-            if call_failed(result):
-                raise RuntimeError(f"oracle call {name}({args}) failed on item {tag}: {result}")
+            if call_failed(result) != fails:
+                raise RuntimeError(f"oracle call {name}({args}) {'ran' if fails else 'failed'} on item {tag}: {result}")
             if isinstance(result, str):
                 messages.append({"role": "tool", "name": name, "content": result})
                 continue

@@ -63,14 +63,15 @@ class ToolTaskArguments:
         check_range("direct_ratio", self.direct_ratio, 0, 1)
         check_range("copy_drills", self.copy_drills, 0)
         if self.copy_drills:  # drills come from python trajectories only: none would leave the copy stage no data
-            from lookcloser.agent.code_oracle import PROGRAMS
+            from lookcloser.agent.code_drills import DRILLS
             from lookcloser.agent.toolkit import tool_names
             from lookcloser.errors import RecipeError
 
             if "python" not in tool_names(environment_class(self.environment)):
                 raise RecipeError(f"copy_drills: environment {self.environment!r} has no python tool (e.g. crop+python)")
-            if not set(self.tasks) & set(PROGRAMS):
-                raise RecipeError(f"copy_drills: no task a program solves in tasks (those: {', '.join(PROGRAMS)})")
+            if not set(self.tasks) & set(DRILLS):
+                raise RecipeError(f"copy_drills: no task whose programs copy from the question in tasks (those: "
+                                  f"{', '.join(DRILLS)})")
         if self.heldout_count > 0:
             check_seed(self.heldout_seed, "heldout_seed")
         check_training_seed(self.seed)
