@@ -15,7 +15,7 @@ from .maze import bfs, find, pitch, shrink
 from .pictures import COLOURS, binarise, components, equalise, hue_name, mask_of, pixels, share
 from .shapes import letter, nearest, tilt
 
-__all__ = [
-    "COLOURS", "pixels", "diff", "grid", "changed", "tilt", "nearest", "letter", "pieces", "edge_cost", "best_order",
-    "binarise", "pitch", "shrink", "find", "bfs", "mask_of", "hue_name", "components", "share", "equalise",
+__all__ = [  # sorted (ruff RUF022); the API of docs/agent.md, "The image library"
+    "COLOURS", "best_order", "bfs", "binarise", "changed", "components", "diff", "edge_cost", "equalise", "find",
+    "grid", "hue_name", "letter", "mask_of", "nearest", "pieces", "pitch", "pixels", "share", "shrink", "tilt",
 ]
