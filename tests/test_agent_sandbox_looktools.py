@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
@@ -101,3 +102,15 @@ def test_changing_the_library_in_one_call_does_not_reach_the_next(env):
     result = env.python("import looktools.compare\nfrom looktools import grid\n"
                         "print(grid(image_1), looktools.compare.diff is None)")
     assert not call_failed(result) and "(3, 4) False" in _text(result)
+
+
+def test_a_3x3_jigsaw_is_solved_within_the_tight_limits(env):
+    """The heaviest function (every one of 9! arrangements) under 512 MiB and 1 s of CPU."""
+    y, x = np.mgrid[0:270, 0:270] / 270
+    waves = [np.sin(2 * np.pi * (a * x + b * y) + c) for a, b, c in ((1.3, 2.9, 0.5), (3.7, 0.8, 2.0), (2.2, 4.1, 4.0))]
+    env.reset(images=[Image.fromarray(np.stack([(w + 1) * 127.5 for w in waves], axis=2).astype(np.uint8))])
+    code = ("from looktools import *\ncut = pieces(image_1, 3, seam=0)\n"
+            "print(best_order([cut[k] for k in (4, 0, 8, 2, 6, 1, 3, 5, 7)], 3))")
+    result = env.python(code)
+    assert not call_failed(result), result
+    assert "[2, 6, 4, 7, 1, 8, 5, 9, 3]" in _text(result)
