@@ -4,8 +4,9 @@ The same class serves GRPO (TRL's ``environment_factory``), eval with a local ch
 an OpenAI-compatible endpoint (``agent.loop``). The code sees the episode's images as ``image_1``,
 ``image_2``, ... (``image_{i+1}`` is the image at ``image_index`` i: the inputs, then every image a tool
 returned, in the order the model saw them; each at its coordinate size) and as read-only files
-``/inputs/image_1.bmp``, ...; numpy and Pillow import. What it prints comes back as text, and pictures
-it passes to ``show(...)`` or saves in its working folder come back as images the other tools can use.
+``/inputs/image_1.bmp``, ...; numpy, Pillow and the image library ``looktools`` import. What it prints
+comes back as text, and pictures it passes to ``show(...)`` or saves in its working folder come back as
+images the other tools can use.
 
 State lives for one call: every call is a fresh sandboxed process with the images loaded again. Variables
 do not carry over (the model prints what it needs and writes the next call whole), but nothing can leak
@@ -73,7 +74,9 @@ class PythonTool:
     def python(self, code: str) -> list[dict] | str:
         """Run Python code on the images (numpy and PIL available). image_1, image_2, ... are the images as PIL
         images (image_1 is image_index 0). print() results; show(img) returns a picture. Limits: 10 s, 1 GB;
-        no network; nothing is kept between calls.
+        no network; nothing is kept between calls. `from looktools import *` gives: diff, changed, grid, tilt,
+        nearest, letter, pieces, best_order, binarise, pitch, shrink, find, bfs, mask_of, components, share,
+        hue_name, equalise (help(name) documents each).
 
         Args:
             code: A complete Python program.

@@ -2,9 +2,10 @@
 
 Each call is a fresh process tree in its own namespaces (``bwrap``, the well-kept sandbox of Flatpak):
 - network: its own network namespace with only a loopback interface and no route out;
-- files: a view of the interpreter (read-only), the call's inputs at ``/inputs`` (read-only) and a private
-  size-capped ``/scratch`` (the working folder) and ``/tmp``, both thrown away with the call; no ``/etc``,
-  no home, no project files;
+- files: a view of the interpreter (read-only), the call's inputs at ``/inputs`` (read-only), the image
+  library ``looktools`` (its folder alone, read-only, at ``/opt/looktools/looktools``, on ``PYTHONPATH``) and
+  a private size-capped ``/scratch`` (the working folder) and ``/tmp``, both thrown away with the call; no
+  ``/etc``, no home, no other project files;
 - processes: its own PID namespace (nothing outside is visible or signalable); everything in it dies with
   the call;
 - identity: a non-root user with no capabilities (``no_new_privs``) that cannot make user namespaces (in
@@ -45,6 +46,7 @@ from pathlib import Path
 
 from PIL import Image
 
+from lookcloser import looktools
 from lookcloser.agent.sandbox_cgroup import CallCgroup, make_call_cgroup
 from lookcloser.agent.sandbox_start import (
     call_uid,
@@ -55,6 +57,10 @@ from lookcloser.agent.sandbox_start import (
 )
 
 RUNNER = Path(__file__).with_name("sandbox_runner.py")
+# The image library's folder (lookcloser.looktools: it imports nothing of lookcloser), bound alone at
+# LOOKTOOLS_PATH/looktools so that `import looktools` works and no other project file is in view.
+LOOKTOOLS = Path(looktools.__file__).parent
+LOOKTOOLS_PATH = "/opt/looktools"
 INSTALL_HINT = "apt-get install -y bubblewrap"
 # Statuses of sandbox_runner.py's report that name a limit.
 RUNNER_LIMITS = ("memory", "processes", "file size", "CPU time", "scratch space")
@@ -236,13 +242,18 @@ def _command(call_dir: Path, nonce: str, limits: SandboxLimits, uid: int | None)
                 cmd += ["--perms", "0755", "--dir", parent]
                 made.add(parent)
         cmd += ["--ro-bind", path, path]
+    for parent in (*[str(p) for p in reversed(Path(LOOKTOOLS_PATH).parents) if str(p) != "/"], LOOKTOOLS_PATH):
+        if parent not in made:  # readable by the code's unprivileged user (bwrap makes them 0700 otherwise)
+            cmd += ["--perms", "0755", "--dir", parent]
+            made.add(parent)
     cmd += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev", "--ro-bind", str(call_dir), "/inputs",
-            "--ro-bind", str(RUNNER), "/sandbox_runner.py",
+            "--ro-bind", str(RUNNER), "/sandbox_runner.py", "--ro-bind", str(LOOKTOOLS), f"{LOOKTOOLS_PATH}/looktools",
             # The new root is a tmpfs no limit bounds: read-only once its mount points are made (an
             # unprivileged caller's code owns it and could otherwise fill it).
             "--remount-ro", "/", "--chdir", "/scratch", "--clearenv"]
     for name, value in (("PATH", "/usr/bin:/bin"), ("HOME", "/scratch"), ("LANG", "C.UTF-8"),
-                        ("OMP_NUM_THREADS", "1"), ("OPENBLAS_NUM_THREADS", "1"), ("MPLCONFIGDIR", "/scratch")):
+                        ("OMP_NUM_THREADS", "1"), ("OPENBLAS_NUM_THREADS", "1"), ("MPLCONFIGDIR", "/scratch"),
+                        ("PYTHONPATH", LOOKTOOLS_PATH)):
         cmd += ["--setenv", name, value]
     cmd += ["--cap-drop", "ALL"]
     processes = limits.processes + 1  # + bwrap's init, same uid

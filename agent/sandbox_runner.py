@@ -2,7 +2,8 @@
 
 It never runs in the trainer's or eval's process: ``agent.sandbox`` binds this file read-only into the
 sandbox and starts it with the project's interpreter. Standard library, numpy and Pillow only (no
-lookcloser import: the package is not in the sandbox's view).
+lookcloser import: the package is not in the sandbox's view; the code may ``import looktools``, whose folder
+alone is bound at ``/opt/looktools`` and put on ``sys.path`` here).
 
 Order: load the episode's images (read-only files under /inputs), set the resource limits (after the
 imports, so they bound the code and not the interpreter's start), run the code with ``image_1``,
@@ -110,6 +111,8 @@ def _scaled_under(image, max_pixels: int):
 
 def main() -> None:
     nonce, limits = sys.argv[1], json.loads(sys.argv[2])
+    # `python -I` ignores PYTHONPATH: its folders (the image library's, agent.sandbox sets it) are added here.
+    sys.path[:0] = [path for path in os.environ.get("PYTHONPATH", "").split(os.pathsep) if path]
     import numpy  # noqa: F401 - imported before the limits: its start-up is not the code's cost
     from PIL import Image
 

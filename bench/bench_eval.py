@@ -88,7 +88,7 @@ def import_lookcloser_from(tree: Path) -> None:
     import importlib.util
 
     folders = {"lookcloser": tree / "lookcloser"} | {f"lookcloser.{layer}": tree / layer for layer in
-                                                     ("rewards", "data_builders", "agent", "train", "eval")}
+                                                     ("rewards", "data_builders", "agent", "train", "eval", "looktools")}
 
     class TreeFinder:
         @staticmethod

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("lookcloser", "rewards", "data_builders", "agent", "train", "eval")
+PACKAGES = ("lookcloser", "rewards", "data_builders", "agent", "train", "eval", "looktools")
 
 
 def _modules_with_examples() -> list[str]:

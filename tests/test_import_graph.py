@@ -1,8 +1,9 @@
 """The packages' imports point one way and form no cycle (parsed with ``ast``, nothing imported).
 
-Layers, bottom to top (docs/architecture.md): basics (``lookcloser/*.py``: parsing, errors, checks, the
-commands' error path, the TRL fence) -> rewards -> data_builders -> agent -> train -> eval. A module may import its own layer
-and the layers below. The command-line entry modules sit above every layer: they wire the layers
+Layers, bottom to top (docs/architecture.md): looktools (the sandbox's image library, a leaf: numpy, Pillow,
+the standard library and itself only, since it is bound alone into the sandbox) -> basics (``lookcloser/*.py``:
+parsing, errors, checks, the commands' error path, the TRL fence) -> rewards -> data_builders -> agent -> train
+-> eval. A module may import its own layer and the layers below. The command-line entry modules sit above every layer: they wire the layers
 together (``python -m data_builders synthetic`` runs the agent's tools), and nothing imports them.
 Imports inside functions count too. Discovery is explicit: each registry imports its modules by name (no
 ``pkgutil`` walk, no module ``__getattr__``), so the edges it adds are in the graph these tests check.
@@ -11,12 +12,14 @@ Imports inside functions count too. Discovery is explicit: each registry imports
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-LAYERS = ("basics", "rewards", "data_builders", "agent", "train", "eval")
+LAYERS = ("looktools", "basics", "rewards", "data_builders", "agent", "train", "eval")
+FOLDERS = ("lookcloser", *(layer for layer in LAYERS if layer != "basics"))  # basics: lookcloser/*.py
 COMMAND_MODULES = {f"lookcloser.data_builders.commands.{p.stem}" for p in (REPO / "data_builders" / "commands").glob("*.py")
                    if p.stem != "__init__"}  # the curricula's data stages, commands of data_builders.cli
 ENTRY_POINTS = {
@@ -33,12 +36,12 @@ def _module_name(path: Path) -> str:
 
 
 def _modules() -> dict[str, Path]:
-    return {_module_name(p): p for folder in ("lookcloser", *LAYERS[1:]) for p in sorted((REPO / folder).rglob("*.py"))}
+    return {_module_name(p): p for folder in FOLDERS for p in sorted((REPO / folder).rglob("*.py"))}
 
 
 def _layer(module: str) -> int:
     parts = module.split(".")
-    return LAYERS.index(parts[1]) if len(parts) > 1 and parts[1] in LAYERS else 0
+    return LAYERS.index(parts[1]) if len(parts) > 1 and parts[1] in LAYERS else LAYERS.index("basics")
 
 
 def _imports(module: str, path: Path, known: set[str]) -> set[str]:
@@ -63,7 +66,7 @@ def graph() -> dict[str, set[str]]:
 
 
 def test_every_package_module_is_in_the_graph(graph):
-    assert {"lookcloser.recipes", "lookcloser.rewards.mir", "lookcloser.data_builders.mir", "lookcloser.agent.loop",
+    assert {"lookcloser.looktools", "lookcloser.looktools.jigsaw", "lookcloser.recipes", "lookcloser.rewards.mir", "lookcloser.data_builders.mir", "lookcloser.agent.loop",
             "lookcloser.train.grpo_lib.trainer", "lookcloser.eval.runner"} <= set(graph)
     assert sum(len(deps) for deps in graph.values()) > 100  # the parser sees the imports
 
@@ -180,3 +183,32 @@ def test_no_hidden_discovery():
         found += [f"{name}: module __getattr__" for node in tree.body
                   if isinstance(node, ast.FunctionDef) and node.name == "__getattr__"]
     assert not found, found
+
+
+def _leaf_breaks(source: str) -> list[str]:
+    """Imports a looktools module may not make: a relative import above its own folder, or any absolute
+    import but numpy, PIL and the standard library (the sandbox sees that folder alone)."""
+    allowed = {"numpy", "PIL", *sys.stdlib_module_names}
+    breaks = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.level > 1:
+            breaks.append(f"from {'.' * node.level}{node.module or ''} import ...")
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module.split(".")[0] not in allowed:
+            breaks.append(f"from {node.module} import ...")
+        elif isinstance(node, ast.Import):
+            breaks += [f"import {a.name}" for a in node.names if a.name.split(".")[0] not in allowed]
+    return breaks
+
+
+def test_looktools_is_a_leaf_that_imports_nothing_of_lookcloser(graph):
+    modules = {name: path for name, path in _modules().items() if name.startswith("lookcloser.looktools")}
+    assert len(modules) >= 5
+    breaks = [f"{name}: {b}" for name, path in sorted(modules.items()) for b in _leaf_breaks(path.read_text(encoding="utf-8"))]
+    assert not breaks, breaks
+    assert not [f"{m} -> {d}" for m in modules for d in graph[m]], "looktools imports lookcloser modules"
+
+
+def test_the_leaf_check_catches_an_import_of_the_project():
+    assert _leaf_breaks("import numpy as np\nfrom PIL import Image\nimport itertools\nfrom .pictures import pixels\n"
+                        "from lookcloser.agent import images\nfrom .. import rewards\nimport yaml\n") == [
+        "from lookcloser.agent import ...", "from .. import ...", "import yaml"]

@@ -14,7 +14,7 @@ import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-FOLDERS = ("lookcloser", "rewards", "data_builders", "agent", "train", "eval")
+FOLDERS = ("lookcloser", "rewards", "data_builders", "agent", "train", "eval", "looktools")
 GENERIC = {"train", "eval", "agent", "rewards", "data_builders"}
 
 

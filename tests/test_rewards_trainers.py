@@ -28,7 +28,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PROBE = REPO / "testing" / "trainer_rewards.py"
-FOLDERS = ("lookcloser", "rewards", "data_builders", "agent", "train", "eval")
+FOLDERS = ("lookcloser", "rewards", "data_builders", "agent", "train", "eval", "looktools")
 # verl's reward path imports beyond torch/transformers/numpy (read from verl 0.9.1's imports:
 # verl/__init__ -> protocol (ray, tensordict), trainer/ppo/reward, the reward loop's managers; the config
 # is composed with hydra); pinned where verl pins (tensordict<=0.10, hydra's omegaconf 2.3 and its antlr 4.9).
