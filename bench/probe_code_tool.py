@@ -1,21 +1,22 @@
 """What the code tool's programs can reach, and what a checkpoint copies into them (docs/grpo.md, "Code tool").
 
-``programs``: generates synthetic items of a seed (one no recipe trains or reports on) and runs each kind's
-program (``agent.code_oracle.PROGRAMS``) in the real sandbox, as the oracle does: how often what it printed is
-the gold answer, and for rotation_game how many items hold two options a quarter turn apart (the square
-pictures look the same then: a tie no program breaks). For jigsaw, which has no program, it counts the items
-whose scrambled image holds two identical pieces: two such pieces can swap places, so the picture does not
-determine the answer and no program can be exact.
+``programs``: generates synthetic items of a seed (one no recipe trains or reports on) and solves each with the
+program grammar's plans (``agent.code_programs.KINDS``) in the real sandbox, as the oracle does: how often a
+plan printed the gold answer, and for rotation_game how many items hold two options a quarter turn apart (a
+square picture looks the same then: a tie no program breaks). For jigsaw it also counts the items whose
+scrambled image holds two identical pieces: two such pieces can swap places, so the picture does not determine
+the answer and no program can be exact (the bundled pictures often; the procedural ones never).
 
 ``heldout``: the same on the items of a held-out folder: the score a policy that copies the program reaches
 there.
 
-``copies``: reads the trajectories ``python -m eval`` saved and counts, per kind, the episodes whose program
-did not repeat the question's grid or options, and those whose answer is not the line the program printed.
+``copies``: reads the trajectories ``python -m eval`` saved and counts, per kind (spot_difference with a stated
+grid, rotation_game), the episodes whose programs never repeat the question's grid or options, and those whose
+answer is not the line the last program printed.
 
 Prints one JSON object.
 
-    python bench/probe_code_tool.py programs --seed 11 --count 200 --out /tmp/probe_programs
+    python bench/probe_code_tool.py programs --seed 11 --count 200 --pictures procedural --out /tmp/probe_programs
     python bench/probe_code_tool.py heldout /tmp/h3740 --out /tmp/probe_3740
     python bench/probe_code_tool.py copies /tmp/e3739-sft /tmp/e3739-grpo
 """
@@ -52,14 +53,14 @@ def _shares(result: dict) -> dict:
 def heldout_reach(data_root: str, out: str) -> dict:
     """Each program's score on the items of a held-out folder (``python -m data_builders heldout``): the
     ceiling of a policy that copies it."""
-    from lookcloser.agent.code_oracle import PROGRAMS
+    from lookcloser.agent.code_oracle import KINDS
     from lookcloser.data_builders.synthetic import SyntheticItem
     from lookcloser.eval.loaders import load_benchmark
 
     result: dict = {"data_root": data_root}
     for item in load_benchmark("tir_bench", Path(data_root) / "tir_bench"):  # eval's reader: paths checked
         record = item.gold["record"]
-        if record["task"] in PROGRAMS:
+        if record["task"] in KINDS:
             images = [Path(p) for p in item.example["images"]]
             _count(result.setdefault(record["task"], {"items": 0, "right": 0}), SyntheticItem(record, images), Path(out))
     return _shares(result)
@@ -103,21 +104,26 @@ def copy_errors(eval_dirs: list[str]) -> dict:
             messages = saved["messages"] if isinstance(saved, dict) else saved
             question = " ".join(b.get("text", "") for b in messages[0]["content"] if b.get("type") == "text")
             calls = [c for m in messages if m["role"] == "assistant" for c in m.get("tool_calls") or []]
-            code = calls[0]["function"]["arguments"].get("code", "") if calls else ""
-            if "CLOCKWISE" in question:
-                kind, wanted = "rotation_game", ",".join(re.findall(r"\n[A-J]\. (\d+)°", question))
-                copied = re.search(r"o=\[([^\]]*)\]", code)
+            code = "\n".join(c["function"]["arguments"].get("code", "") for c in calls)
+            if "CLOCKWISE" in question:  # the options, as the grammar writes them: name=[a,b,...]
+                kind, wanted = "rotation_game", re.findall(r"\n[A-J]\. (\d+)°", question)
+                copied = any(re.findall(r"\d+", listed) == wanted for listed in re.findall(r"=\[([\d,]*)\]", code))
+            elif stated := re.search(r"n is (\d+) and m is (\d+)", question):  # the grid: changed(a,b,n,m or n,m=
+                kind, wanted = "spot_difference", stated.groups()
+                copied = wanted in re.findall(r"changed\(\w+,\s*\w+,\s*(\d+),\s*(\d+)", code) + re.findall(
+                    r"n,\s*m\s*=\s*(\d+),\s*(\d+)", code)
             else:
-                kind, wanted = "spot_difference", ",".join(re.search(r"n is (\d+) and m is (\d+)", question).groups())
-                copied = re.search(r"n,m=(\d+,\d+)", code)
+                continue
             results = [m for m in messages if m["role"] == "tool"]
-            printed = results[0]["content"][0]["text"].split("Output:\n", 1)[-1].strip() if results else None
+            shown = results[-1]["content"] if results else None  # a block list, or an error line
+            printed = (shown if isinstance(shown, str) else shown[0]["text"]).split("Output:\n", 1)[-1].strip() \
+                if results else None
             answer = re.search(r"<answer>(.*?)</answer>", messages[-1].get("content") or "", re.DOTALL)
             counts = kinds.setdefault(kind, {"episodes": 0, "no_call": 0, "question_miscopied": 0,
                                              "answer_not_printed": 0})
             counts["episodes"] += 1
             counts["no_call"] += not calls
-            counts["question_miscopied"] += bool(calls) and (copied.group(1) if copied else None) != wanted
+            counts["question_miscopied"] += bool(calls) and not copied
             counts["answer_not_printed"] += bool(calls) and (answer.group(1).strip() if answer else None) != printed
         result[folder] = kinds
     return result
