@@ -23,47 +23,33 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
 from lookcloser.data_builders.records import RecordError, check_image, resolve_image_path
+from lookcloser.data_builders.tir_items import (
+    COLOURS,
+    LETTERS,
+    SHAPES,
+    SyntheticItem,
+    ToolStep,
+    spot_difference_prompt,
+)
+from lookcloser.data_builders.tir_items import ItemWriter as _Writer
+from lookcloser.data_builders.tir_items import draw_shape as _draw_shape
+from lookcloser.data_builders.tir_items import item_record as _record
+from lookcloser.data_builders.tir_items import mcq as _mcq
+from lookcloser.data_builders.tir_items import pixel_box as _box
+from lookcloser.data_builders.tir_items import resize_long_side as _resize_long_side
 
 TASKS = ("jigsaw", "rotation_game", "spot_difference", "visual_search", "ocr")
 # The benchmark whose format the tasks take: the environment that plays them by default (its tools), and their rows'.
 BENCHMARK = "tir_bench"
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff")
-LETTERS = "ABCDEFGHIJ"
-COLOURS = {"red": (220, 30, 30), "green": (20, 170, 50), "blue": (30, 60, 230), "yellow": (245, 210, 0),
-           "purple": (140, 40, 190), "orange": (250, 130, 0), "cyan": (0, 200, 220), "magenta": (230, 0, 160)}
-SHAPES = ("circle", "square", "triangle")
 # No look-alike characters (O/0, I/1/L, S/5, B/8, Z/2): a misread is the model's error, not the font's.
 CODE_ALPHABET = "ACDEFGHJKMNPQRTUVWXY3479"
-
-
-@dataclass
-class ToolStep:
-    """One assistant turn of the oracle: its thinking, then tool calls ``(name, arguments)``."""
-
-    think: str
-    calls: list[tuple[str, dict]]
-
-
-@dataclass
-class SyntheticItem:
-    record: dict  # the TIR-Bench record, image paths relative to the output folder
-    image_paths: list[Path]  # the same images, absolute
-    steps: list[ToolStep] = field(default_factory=list)
-    final_think: str = ""
-    # The question asked of the last tool result alone (the "look" warm-up), where that result
-    # answers it by itself (visual_search: the crop of the named cell); None otherwise.
-    look_prompt: str | None = None
-
-    @property
-    def answer_text(self) -> str:
-        """What the oracle writes inside ``<answer>``."""
-        return str(self.record["answer"])
 
 
 @dataclass
@@ -96,11 +82,6 @@ def list_images(folder: str | Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
 
 
-def _resize_long_side(img: Image.Image, size: int) -> Image.Image:
-    scale = size / max(img.size)
-    return img.resize((max(1, round(img.width * scale)), max(1, round(img.height * scale))), Image.Resampling.LANCZOS)
-
-
 def _font(size: int) -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
     return ImageFont.load_default(size=size)
 
@@ -112,39 +93,12 @@ def _options(rng: random.Random, correct: str, pool: list[str], n: int) -> tuple
     return choices, LETTERS[choices.index(correct)]
 
 
-def _mcq(question: str, options: list[str], suffix: str = "") -> str:
-    return question + "\n\n" + "\n".join(f"{LETTERS[i]}. {o}{suffix}" for i, o in enumerate(options))
-
-
-def _box(x1: float, y1: float, x2: float, y2: float) -> list[int]:
-    return [round(x1), round(y1), round(x2), round(y2)]
-
-
 def _context_box(cx: float, cy: float, side: float, width: int, height: int) -> list[int]:
     """A square box of ``side`` around a point, shifted to stay inside the image."""
     side = min(side, width, height)
     x1 = min(max(0.0, cx - side / 2), width - side)
     y1 = min(max(0.0, cy - side / 2), height - side)
     return _box(x1, y1, x1 + side, y1 + side)
-
-
-class _Writer:
-    """Saves an item's images as ``data/{task}/{id:06d}_{k}.png`` (never a name the OCR overrides hit)."""
-
-    def __init__(self, out_dir: Path):
-        self.out_dir = out_dir
-
-    def save(self, img: Image.Image, task: str, item_id: int, k: int) -> tuple[str, Path]:
-        rel = f"data/{task}/{item_id:06d}_{k}.png"
-        path = self.out_dir / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        img.save(path)
-        return rel, path
-
-
-def _record(item_id: int, task: str, prompt: str, answer: str, rels: list[str], meta: dict) -> dict:
-    return {"id": item_id, "task": task, "prompt": prompt, "answer": answer, "image_1": rels[0],
-            "image_2": rels[1] if len(rels) > 1 else None, "meta_data": meta}
 
 
 def make_jigsaw(rng: random.Random, src: Image.Image, item_id: int, writer: _Writer,
@@ -217,24 +171,6 @@ def make_rotation(rng: random.Random, src: Image.Image, item_id: int, writer: _W
     final = f"Rotating {angle}° clockwise puts the image upright, which is option {letter}."
     return SyntheticItem(_record(item_id, "rotation_game", prompt, letter, [rel], {"angle": angle, "options": pool}),
                          [path], steps, final)
-
-
-def _draw_shape(draw: ImageDraw.ImageDraw, shape: str, box: tuple[float, float, float, float], fill,
-                outline=None) -> None:
-    x1, y1, x2, y2 = box
-    if shape == "circle":
-        draw.ellipse(box, fill=fill, outline=outline, width=2 if outline else 0)
-    elif shape == "square":
-        draw.rectangle(box, fill=fill, outline=outline, width=2 if outline else 0)
-    else:
-        draw.polygon([((x1 + x2) / 2, y1), (x2, y2), (x1, y2)], fill=fill, outline=outline, width=2 if outline else 0)
-
-
-def spot_difference_prompt(rows: int, cols: int) -> str:
-    """The spot-the-difference question for a ``rows`` x ``cols`` grid (TIR-Bench's wording)."""
-    return ("The two images are divided into a grid of n rows and m columns; patches are numbered from 1, left to "
-            "right and top to bottom. Output the list of patch indices where the two images differ. Note that in "
-            f"this image, n is {rows} and m is {cols}")
 
 
 def make_spot_difference(rng: random.Random, src: Image.Image, item_id: int, writer: _Writer,
