@@ -23,11 +23,18 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
+from lookcloser.data_builders.procedural import (
+    PICTURE_SOURCES,
+    make_spot_difference_varied,
+    procedural_source,
+    rotation_fill,
+)
+from lookcloser.data_builders.program_tasks import PROGRAM_MAKERS, PROGRAM_TASKS
 from lookcloser.data_builders.records import RecordError, check_image, resolve_image_path
 from lookcloser.data_builders.tir_items import (
     COLOURS,
@@ -45,6 +52,8 @@ from lookcloser.data_builders.tir_items import pixel_box as _box
 from lookcloser.data_builders.tir_items import resize_long_side as _resize_long_side
 
 TASKS = ("jigsaw", "rotation_game", "spot_difference", "visual_search", "ocr")
+# Every kind: the five above (the default everywhere) and those a short program solves (data_builders.program_tasks).
+ALL_TASKS = TASKS + PROGRAM_TASKS
 # The benchmark whose format the tasks take: the environment that plays them by default (its tools), and their rows'.
 BENCHMARK = "tir_bench"
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff")
@@ -72,6 +81,9 @@ class SyntheticConfig:
     search_canvas: int | None = None  # None: 2 x sqrt(model_pixels) per grid cell
     search_saturation: float = 0.0  # colour kept in the background photo
     search_shuffle_options: bool = False  # fixed colour order: the letter names the colour
+    # "folder": the pictures of generate_items' image_dir; "procedural": drawn from each item's rng, and the kinds
+    # varied so that a program copied from the question fails (data_builders.procedural).
+    pictures: str = "folder"
 
 
 def list_images(folder: str | Path) -> list[Path]:
@@ -150,6 +162,8 @@ def rotation_prompt(options: list[int]) -> str:
 
 def make_rotation(rng: random.Random, src: Image.Image, item_id: int, writer: _Writer,
                   cfg: SyntheticConfig) -> SyntheticItem:
+    # On procedural pictures the turned picture lies on a fill of any colour (drawn first); else on white.
+    fill = rotation_fill(rng) if cfg.pictures == "procedural" else (255, 255, 255)
     step = cfg.rotation_step
     angles = list(range(step, 360, step))
     angle = rng.choice(angles)
@@ -163,14 +177,14 @@ def make_rotation(rng: random.Random, src: Image.Image, item_id: int, writer: _W
     rng.shuffle(pool)
     letter = LETTERS[pool.index(angle)]
     img = _resize_long_side(src, cfg.base_size)
-    rotated = img.rotate(angle, Image.Resampling.BICUBIC, expand=True, fillcolor=(255, 255, 255))
+    rotated = img.rotate(angle, Image.Resampling.BICUBIC, expand=True, fillcolor=fill)
     rel, path = writer.save(rotated, "rotation_game", item_id, 1)
     prompt = rotation_prompt(pool)
     steps = [ToolStep("The image looks tilted. The rotate tool turns counter-clockwise, so I try a clockwise turn of "
                       f"{angle}° as a rotation by {-angle}°.", [("rotate", {"image_index": 0, "angle": -angle})])]
     final = f"Rotating {angle}° clockwise puts the image upright, which is option {letter}."
-    return SyntheticItem(_record(item_id, "rotation_game", prompt, letter, [rel], {"angle": angle, "options": pool}),
-                         [path], steps, final)
+    meta = {"angle": angle, "options": pool, **({"fill": list(fill)} if cfg.pictures == "procedural" else {})}
+    return SyntheticItem(_record(item_id, "rotation_game", prompt, letter, [rel], meta), [path], steps, final)
 
 
 def make_spot_difference(rng: random.Random, src: Image.Image, item_id: int, writer: _Writer,
@@ -353,55 +367,86 @@ def make_ocr(rng: random.Random, src: Image.Image, item_id: int, writer: _Writer
 
 
 MAKERS = {"jigsaw": make_jigsaw, "rotation_game": make_rotation, "spot_difference": make_spot_difference,
-          "visual_search": make_visual_search, "ocr": make_ocr}
+          "visual_search": make_visual_search, "ocr": make_ocr, **PROGRAM_MAKERS}
 
 
-def generate_items(image_dir: str | Path, out_dir: str | Path, count: int, cfg: SyntheticConfig | None = None, *,
-                   report=None, max_pixels: int | None = None, start_id: int = 1) -> Iterator[SyntheticItem]:
+def check_config(cfg: SyntheticConfig) -> None:
+    """Known task kinds and picture source (a caller's mistake: ValueError)."""
+    unknown = sorted(set(cfg.tasks) - set(MAKERS))
+    if unknown:
+        raise ValueError(f"unknown synthetic task(s) {unknown}; choose from {list(MAKERS)}")
+    if cfg.pictures not in PICTURE_SOURCES:
+        raise ValueError(f"unknown pictures {cfg.pictures!r}; choose from {list(PICTURE_SOURCES)}")
+
+
+def config_settings(cfg: SyntheticConfig) -> dict:
+    """The config as a build's settings record it (JSON values); ``pictures`` only when not the folder's, so the
+    settings (and the folders keyed on them) of builds made before it existed stay the same."""
+    settings = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(cfg).items()}
+    if cfg.pictures == "folder":
+        del settings["pictures"]
+    return settings
+
+
+def generate_items(image_dir: str | Path | None, out_dir: str | Path, count: int, cfg: SyntheticConfig | None = None,
+                   *, report=None, max_pixels: int | None = None, start_id: int = 1) -> Iterator[SyntheticItem]:
     """Yield ``count`` items, cycling through ``cfg.tasks`` and a seeded order of the source images.
 
     A source image that is missing, broken, outside the folder or over the pixel limit is
     rejected through ``report`` (fail: raise; skip: log it and use the next image).
+    ``cfg.pictures == "procedural"``: each item's picture is drawn from the item's own rng instead
+    (``image_dir`` unused) and the kinds vary (``data_builders.procedural``).
     """
     cfg = cfg or SyntheticConfig()
-    unknown = sorted(set(cfg.tasks) - set(MAKERS))
-    if unknown:
-        raise ValueError(f"unknown synthetic task(s) {unknown}; choose from {list(MAKERS)}")
+    check_config(cfg)
+    procedural = cfg.pictures == "procedural"
+    sources = None if procedural else _folder_pictures(image_dir, cfg.seed, report, max_pixels)
+    makers = {**MAKERS, "spot_difference": make_spot_difference_varied} if procedural else MAKERS
+    writer = _Writer(Path(out_dir))
+    for i in range(count):
+        item_id = start_id + i
+        task = cfg.tasks[i % len(cfg.tasks)]
+        rng = random.Random(f"{cfg.seed}:{item_id}")
+        src, rel = (procedural_source(rng, task, cfg.base_size), None) if procedural else next(sources)
+        item = makers[task](rng, src, item_id, writer, cfg)
+        if rel is not None:
+            item.record["meta_data"]["source_image"] = rel
+        if report is not None:
+            report.written += 1
+        yield item
+
+
+def _folder_pictures(image_dir: str | Path, seed: int, report, max_pixels: int | None) -> Iterator[tuple]:
+    """The folder's pictures as ``(picture, path relative to the folder)``, in a seeded order, cycling."""
     root = Path(image_dir).resolve()
     pool = list_images(root)
     if not pool:
         raise RecordError(root, None, None, "the image folder holds no images")
-    random.Random(cfg.seed).shuffle(pool)
-    writer, bad, cursor = _Writer(Path(out_dir)), set(), 0
-    kwargs = {"max_pixels": max_pixels} if max_pixels else {}
-    for i in range(count):
-        item_id = start_id + i
-        task = cfg.tasks[i % len(cfg.tasks)]
-        while True:
-            if len(bad) == len(pool):
-                raise RecordError(root, None, None, "no usable source image left (every image was rejected)")
-            path = pool[cursor % len(pool)]
-            cursor += 1
-            if path in bad:
-                continue
-            if report is not None:
-                report.read += 1
-            try:
-                rel = str(path.relative_to(root))
-                checked = resolve_image_path(root, rel, source=root, rid=rel, field="image")
-                check_image(checked, source=root, rid=rel, field="image", **kwargs)
-                with Image.open(checked) as opened:
-                    src = opened.convert("RGB")
-            except RecordError as err:
-                bad.add(path)
-                if report is None:
-                    raise
-                report.reject(err, {"image": str(path)})
-                continue
-            break
-        rng = random.Random(f"{cfg.seed}:{item_id}")
-        item = MAKERS[task](rng, src, item_id, writer, cfg)
-        item.record["meta_data"]["source_image"] = rel
+    random.Random(seed).shuffle(pool)
+    return _checked_pictures(root, pool, report, {"max_pixels": max_pixels} if max_pixels else {})
+
+
+def _checked_pictures(root: Path, pool: list[Path], report, kwargs: dict) -> Iterator[tuple]:
+    bad, cursor = set(), 0
+    while True:
+        if len(bad) == len(pool):
+            raise RecordError(root, None, None, "no usable source image left (every image was rejected)")
+        path = pool[cursor % len(pool)]
+        cursor += 1
+        if path in bad:
+            continue
         if report is not None:
-            report.written += 1
-        yield item
+            report.read += 1
+        try:
+            rel = str(path.relative_to(root))
+            checked = resolve_image_path(root, rel, source=root, rid=rel, field="image")
+            check_image(checked, source=root, rid=rel, field="image", **kwargs)
+            with Image.open(checked) as opened:
+                src = opened.convert("RGB")
+        except RecordError as err:
+            bad.add(path)
+            if report is None:
+                raise
+            report.reject(err, {"image": str(path)})
+            continue
+        yield src, rel
