@@ -220,3 +220,25 @@ def test_json_round_trip_keeps_the_answer_types(built):
     for task in ("maze", "color", "refcoco"):
         record = built[1][task][0].record
         assert json.loads(json.dumps(record)) == record and isinstance(record["answer"], str)
+
+
+def test_the_heldout_writer_makes_program_task_folders(tmp_path):
+    from lookcloser.data_builders.heldout import main
+
+    argv = ["--out", str(tmp_path), "--seed", "9009", "--benchmarks", "tir_bench", "--tir_tasks", "maze", "color",
+            "refcoco", "spot_difference", "--tir_pictures", "procedural", "--tir_count", "8"]
+    assert main(argv) == 0
+    records = json.loads((tmp_path / "tir_bench" / "TIR-Bench.json").read_text(encoding="utf-8"))
+    assert [r["task"] for r in records] == ["maze", "color", "refcoco", "spot_difference"] * 2
+    assert all((tmp_path / "tir_bench" / r["image_1"]).is_file() for r in records)
+    assert all("grid_shown" in r["meta_data"] for r in records if r["task"] == "spot_difference")
+
+
+def test_program_kinds_need_an_environment_with_python():
+    from lookcloser.agent.oracle import check_program_tasks
+    from lookcloser.errors import RecipeError
+
+    check_program_tasks(ALL_TASKS, "crop+python")
+    check_program_tasks(TASKS, "crop")
+    with pytest.raises(RecipeError, match="refcoco are solved with the python tool, which environment 'tir_bench'"):
+        check_program_tasks(("jigsaw", "refcoco"), "tir_bench")
