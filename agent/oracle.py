@@ -22,6 +22,18 @@ from lookcloser.data_builders.synthetic import SyntheticConfig, SyntheticItem
 from lookcloser.data_builders.tool_sft import call_message, final_message, user_message
 
 
+def check_program_tasks(tasks, environment: str, name: str = "tasks") -> None:
+    """The kinds no image tool solves (``data_builders.program_tasks``: the oracle has no tool steps for them) are
+    built only for an environment that offers ``python``: elsewhere a trajectory would answer without a call."""
+    from lookcloser.data_builders.program_tasks import PROGRAM_TASKS
+    from lookcloser.errors import RecipeError
+
+    need = [t for t in PROGRAM_TASKS if t in (tasks or ())]
+    if need and "python" not in tool_names(environment_class(environment)):
+        raise RecipeError(f"{name}: {', '.join(need)} are solved with the python tool, which environment "
+                          f"{environment!r} does not offer (choose one with python, e.g. crop+python)")
+
+
 def tool_schemas(environment: str = "tir_bench") -> list[dict]:
     """JSON schemas of an environment's tools (``agent.environments.environment_class``), exactly as TRL's
     GRPO and ``agent.loop`` show them to the model."""
@@ -148,6 +160,7 @@ def build_synthetic(image_dir: str | Path, out_dir: str | Path, count: int, cfg:
     What an earlier build wrote there is removed first, and a build that fails or is interrupted
     removes what it wrote (``BUILD_ENTRIES``).
     """
+    check_program_tasks((cfg or SyntheticConfig()).tasks, environment)  # before anything is written
     out = Path(out_dir)
     made = [p for p in (out, *out.parents) if not p.exists()]  # folders this build creates
     remove_build(out)  # a rebuild keeps no image of an earlier build (a larger or cancelled one)

@@ -42,7 +42,7 @@ from lookcloser.data_builders.heldout import HeldoutArguments
 from lookcloser.data_builders.heldout import main as heldout_main
 from lookcloser.data_builders.output import FORMATS, ON_ERROR, BuildReport
 from lookcloser.data_builders.records import DEFAULT_MAX_PIXELS
-from lookcloser.data_builders.synthetic import TASKS, SyntheticConfig
+from lookcloser.data_builders.synthetic import ALL_TASKS, TASKS, SyntheticConfig
 from lookcloser.errors import RecipeError
 
 PROG = "python -m data_builders"
@@ -134,7 +134,7 @@ class SyntheticArguments(BuildArguments):
     POSITIONAL: ClassVar = ("image_dir",)
     image_dir: str | None = field(default=None, metadata={"help": "folder of source images"})
     count: int = field(default=0, metadata={"help": "number of tasks (required)"})
-    tasks: list[str] | None = field(default=None, metadata={"help": " ".join(TASKS)})
+    tasks: list[str] | None = field(default=None, metadata={"help": f"default: {' '.join(TASKS)}; any of ALL_TASKS"})
     seed: int = 0
     jigsaw_sizes: list[int] = field(default_factory=lambda: [2, 3])
     base_size: int = SyntheticConfig.base_size
@@ -152,7 +152,10 @@ class SyntheticArguments(BuildArguments):
         super().__post_init__()
         required_path("image_dir", self.image_dir, "folder")
         check_range("count", self.count, 1)
-        check_names("tasks", self.tasks, TASKS)
+        check_names("tasks", self.tasks, ALL_TASKS)
+        from lookcloser.agent.oracle import check_program_tasks  # the environment's tools: the agent layer
+
+        check_program_tasks(self.tasks, self.environment)
         for size in self.jigsaw_sizes:
             check_range("jigsaw_sizes", size, 2)
         check_range("base_size", self.base_size, 16)

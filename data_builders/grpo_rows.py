@@ -65,18 +65,21 @@ def synthetic_dataset(out_dir: str | Path, build_synthetic, *, images: str | Non
     ``build_synthetic``: ``agent.oracle.build_synthetic``, passed in by the caller because the oracle
     trajectories run the agent's tools, a layer above this one. ``images``: a folder of source
     pictures; None uses the bundled ``data/mir_sample`` (or PIL-drawn pictures when it is absent);
-    ``"generated"`` always draws them. The oracle SFT trajectories for the cold start are written
+    ``"generated"`` always draws them; ``"procedural"``: each task's picture drawn from its seed, the kinds varied
+    (``SyntheticConfig.pictures``). The oracle SFT trajectories for the cold start are written
     beside (``out_dir/<key>/sft``), calling ``environment``'s tools. ``return_dir``: return
     ``(rows, out_dir/<key>)``.
     """
     from lookcloser.data_builders.output import build_or_keep, load_output
-    from lookcloser.data_builders.synthetic import TASKS, SyntheticConfig
+    from lookcloser.data_builders.synthetic import TASKS, SyntheticConfig, config_settings
 
     out_dir = Path(out_dir)
-    source = source_pictures(images, out_dir, seed)
-    cfg = SyntheticConfig(seed=seed, tasks=tuple(tasks or TASKS), base_size=base_size, canvas_size=canvas_size)
-    settings = {"source": str(source.resolve()), "count": count, **{k: list(v) if isinstance(v, tuple) else v
-                                                                    for k, v in vars(cfg).items()}}
+    procedural = images == "procedural"
+    source = None if procedural else source_pictures(images, out_dir, seed)
+    cfg = SyntheticConfig(seed=seed, tasks=tuple(tasks or TASKS), base_size=base_size, canvas_size=canvas_size,
+                          pictures="procedural" if procedural else "folder")
+    settings = {"source": "procedural" if procedural else str(source.resolve()), "count": count,
+                **config_settings(cfg)}
     if environment != SYNTHETIC_BENCHMARK:  # keeps the keys of folders built before this setting existed
         settings["environment"] = environment
     key = hashlib.sha1(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]

@@ -70,13 +70,14 @@ def check_benchmarks(benchmarks, name: str = "--benchmarks") -> None:
 def write_heldout(out_dir: str | Path, seed: int, benchmarks: tuple[str, ...] = DEFAULT_GENERATED, *,
                   mir_per_family: int = 16, tir_count: int = 60, tir_tasks: tuple[str, ...] | None = None,
                   model_pixels: int = DEFAULT_MODEL_PIXELS, disbench_count: int = 60,
-                  imagemining_count: int = 60) -> dict[str, Path]:
+                  imagemining_count: int = 60, tir_pictures: str = "folder") -> dict[str, Path]:
     """Write each requested benchmark under ``out_dir/<name>``; written to a temporary folder first, so
     an interrupted run leaves nothing that looks finished."""
     check_seed(seed)
     check_benchmarks(benchmarks)
     settings = {"mir_per_family": mir_per_family, "tir_count": tir_count, "tir_tasks": tir_tasks,
-                "model_pixels": model_pixels, "disbench_count": disbench_count, "imagemining_count": imagemining_count}
+                "model_pixels": model_pixels, "disbench_count": disbench_count, "imagemining_count": imagemining_count,
+                "tir_pictures": tir_pictures}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     work = out / f".partial-{seed}"
@@ -120,7 +121,10 @@ class HeldoutArguments:
         "help": f"any of {', '.join(GENERATED)}"})
     mir_per_family: int = field(default=16, metadata={"help": "MIR records per question family (4 families)"})
     tir_count: int = field(default=60, metadata={"help": "TIR tasks, cycling through --tir_tasks"})
-    tir_tasks: list[str] | None = field(default=None, metadata={"help": "default: every synthetic task kind"})
+    tir_tasks: list[str] | None = field(default=None, metadata={
+        "help": "default: the five synthetic kinds (data_builders.synthetic.TASKS); any of ALL_TASKS"})
+    tir_pictures: str = field(default="folder", metadata={
+        "help": "TIR pictures: folder (the held-out MIR pictures) or procedural (drawn from the seed, kinds varied)"})
     model_pixels: int = field(default=DEFAULT_MODEL_PIXELS, metadata={
         "help": "the evaluated model's input pixel budget (sizes visual_search)"})
     disbench_count: int = field(default=60, metadata={"help": "DISBench queries (over 4 users)"})
@@ -128,12 +132,13 @@ class HeldoutArguments:
 
     def __post_init__(self) -> None:
         from lookcloser.checks import check_names, check_output_folder, check_range
-        from lookcloser.data_builders.synthetic import TASKS
+        from lookcloser.data_builders.synthetic import ALL_TASKS, PICTURE_SOURCES
 
         check_output_folder("out", self.out)
         check_seed(self.seed)
         check_benchmarks(self.benchmarks)
-        check_names("tir_tasks", self.tir_tasks or [], list(TASKS))
+        check_names("tir_tasks", self.tir_tasks or [], list(ALL_TASKS))
+        check_names("tir_pictures", [self.tir_pictures], list(PICTURE_SOURCES))
         for name in ("mir_per_family", "tir_count", "model_pixels", "disbench_count", "imagemining_count"):
             check_range(name, getattr(self, name), 1)
 
@@ -146,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
         written = write_heldout(args.out, args.seed, tuple(args.benchmarks), mir_per_family=args.mir_per_family,
                                 tir_count=args.tir_count, model_pixels=args.model_pixels,
                                 disbench_count=args.disbench_count, imagemining_count=args.imagemining_count,
-                                tir_tasks=tuple(args.tir_tasks) if args.tir_tasks else None)
+                                tir_tasks=tuple(args.tir_tasks) if args.tir_tasks else None,
+                                tir_pictures=args.tir_pictures)
         for name, folder in written.items():
             print(f"{name}: {folder}")
         print(f"python -m eval --model CKPT --data_root {args.out} --benchmarks {','.join(written)}")

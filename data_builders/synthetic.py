@@ -23,47 +23,42 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
+from lookcloser.data_builders.procedural import (
+    PICTURE_SOURCES,
+    make_spot_difference_varied,
+    procedural_source,
+    rotation_fill,
+)
+from lookcloser.data_builders.program_tasks import PROGRAM_MAKERS, PROGRAM_TASKS
 from lookcloser.data_builders.records import RecordError, check_image, resolve_image_path
+from lookcloser.data_builders.tir_items import (
+    COLOURS,
+    LETTERS,
+    SHAPES,
+    SyntheticItem,
+    ToolStep,
+    spot_difference_prompt,
+)
+from lookcloser.data_builders.tir_items import ItemWriter as _Writer
+from lookcloser.data_builders.tir_items import draw_shape as _draw_shape
+from lookcloser.data_builders.tir_items import item_record as _record
+from lookcloser.data_builders.tir_items import mcq as _mcq
+from lookcloser.data_builders.tir_items import pixel_box as _box
+from lookcloser.data_builders.tir_items import resize_long_side as _resize_long_side
 
 TASKS = ("jigsaw", "rotation_game", "spot_difference", "visual_search", "ocr")
+# Every kind: the five above (the default everywhere) and those a short program solves (data_builders.program_tasks).
+ALL_TASKS = TASKS + PROGRAM_TASKS
 # The benchmark whose format the tasks take: the environment that plays them by default (its tools), and their rows'.
 BENCHMARK = "tir_bench"
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff")
-LETTERS = "ABCDEFGHIJ"
-COLOURS = {"red": (220, 30, 30), "green": (20, 170, 50), "blue": (30, 60, 230), "yellow": (245, 210, 0),
-           "purple": (140, 40, 190), "orange": (250, 130, 0), "cyan": (0, 200, 220), "magenta": (230, 0, 160)}
-SHAPES = ("circle", "square", "triangle")
 # No look-alike characters (O/0, I/1/L, S/5, B/8, Z/2): a misread is the model's error, not the font's.
 CODE_ALPHABET = "ACDEFGHJKMNPQRTUVWXY3479"
-
-
-@dataclass
-class ToolStep:
-    """One assistant turn of the oracle: its thinking, then tool calls ``(name, arguments)``."""
-
-    think: str
-    calls: list[tuple[str, dict]]
-
-
-@dataclass
-class SyntheticItem:
-    record: dict  # the TIR-Bench record, image paths relative to the output folder
-    image_paths: list[Path]  # the same images, absolute
-    steps: list[ToolStep] = field(default_factory=list)
-    final_think: str = ""
-    # The question asked of the last tool result alone (the "look" warm-up), where that result
-    # answers it by itself (visual_search: the crop of the named cell); None otherwise.
-    look_prompt: str | None = None
-
-    @property
-    def answer_text(self) -> str:
-        """What the oracle writes inside ``<answer>``."""
-        return str(self.record["answer"])
 
 
 @dataclass
@@ -86,6 +81,9 @@ class SyntheticConfig:
     search_canvas: int | None = None  # None: 2 x sqrt(model_pixels) per grid cell
     search_saturation: float = 0.0  # colour kept in the background photo
     search_shuffle_options: bool = False  # fixed colour order: the letter names the colour
+    # "folder": the pictures of generate_items' image_dir; "procedural": drawn from each item's rng, and the kinds
+    # varied so that a program copied from the question fails (data_builders.procedural).
+    pictures: str = "folder"
 
 
 def list_images(folder: str | Path) -> list[Path]:
@@ -94,11 +92,6 @@ def list_images(folder: str | Path) -> list[Path]:
     if not folder.is_dir():
         raise RecordError(folder, None, None, "image folder not found")
     return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
-
-
-def _resize_long_side(img: Image.Image, size: int) -> Image.Image:
-    scale = size / max(img.size)
-    return img.resize((max(1, round(img.width * scale)), max(1, round(img.height * scale))), Image.Resampling.LANCZOS)
 
 
 def _font(size: int) -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
@@ -112,39 +105,12 @@ def _options(rng: random.Random, correct: str, pool: list[str], n: int) -> tuple
     return choices, LETTERS[choices.index(correct)]
 
 
-def _mcq(question: str, options: list[str], suffix: str = "") -> str:
-    return question + "\n\n" + "\n".join(f"{LETTERS[i]}. {o}{suffix}" for i, o in enumerate(options))
-
-
-def _box(x1: float, y1: float, x2: float, y2: float) -> list[int]:
-    return [round(x1), round(y1), round(x2), round(y2)]
-
-
 def _context_box(cx: float, cy: float, side: float, width: int, height: int) -> list[int]:
     """A square box of ``side`` around a point, shifted to stay inside the image."""
     side = min(side, width, height)
     x1 = min(max(0.0, cx - side / 2), width - side)
     y1 = min(max(0.0, cy - side / 2), height - side)
     return _box(x1, y1, x1 + side, y1 + side)
-
-
-class _Writer:
-    """Saves an item's images as ``data/{task}/{id:06d}_{k}.png`` (never a name the OCR overrides hit)."""
-
-    def __init__(self, out_dir: Path):
-        self.out_dir = out_dir
-
-    def save(self, img: Image.Image, task: str, item_id: int, k: int) -> tuple[str, Path]:
-        rel = f"data/{task}/{item_id:06d}_{k}.png"
-        path = self.out_dir / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        img.save(path)
-        return rel, path
-
-
-def _record(item_id: int, task: str, prompt: str, answer: str, rels: list[str], meta: dict) -> dict:
-    return {"id": item_id, "task": task, "prompt": prompt, "answer": answer, "image_1": rels[0],
-            "image_2": rels[1] if len(rels) > 1 else None, "meta_data": meta}
 
 
 def make_jigsaw(rng: random.Random, src: Image.Image, item_id: int, writer: _Writer,
@@ -196,6 +162,8 @@ def rotation_prompt(options: list[int]) -> str:
 
 def make_rotation(rng: random.Random, src: Image.Image, item_id: int, writer: _Writer,
                   cfg: SyntheticConfig) -> SyntheticItem:
+    # On procedural pictures the turned picture lies on a fill of any colour (drawn first); else on white.
+    fill = rotation_fill(rng) if cfg.pictures == "procedural" else (255, 255, 255)
     step = cfg.rotation_step
     angles = list(range(step, 360, step))
     angle = rng.choice(angles)
@@ -209,32 +177,14 @@ def make_rotation(rng: random.Random, src: Image.Image, item_id: int, writer: _W
     rng.shuffle(pool)
     letter = LETTERS[pool.index(angle)]
     img = _resize_long_side(src, cfg.base_size)
-    rotated = img.rotate(angle, Image.Resampling.BICUBIC, expand=True, fillcolor=(255, 255, 255))
+    rotated = img.rotate(angle, Image.Resampling.BICUBIC, expand=True, fillcolor=fill)
     rel, path = writer.save(rotated, "rotation_game", item_id, 1)
     prompt = rotation_prompt(pool)
     steps = [ToolStep("The image looks tilted. The rotate tool turns counter-clockwise, so I try a clockwise turn of "
                       f"{angle}° as a rotation by {-angle}°.", [("rotate", {"image_index": 0, "angle": -angle})])]
     final = f"Rotating {angle}° clockwise puts the image upright, which is option {letter}."
-    return SyntheticItem(_record(item_id, "rotation_game", prompt, letter, [rel], {"angle": angle, "options": pool}),
-                         [path], steps, final)
-
-
-def _draw_shape(draw: ImageDraw.ImageDraw, shape: str, box: tuple[float, float, float, float], fill,
-                outline=None) -> None:
-    x1, y1, x2, y2 = box
-    if shape == "circle":
-        draw.ellipse(box, fill=fill, outline=outline, width=2 if outline else 0)
-    elif shape == "square":
-        draw.rectangle(box, fill=fill, outline=outline, width=2 if outline else 0)
-    else:
-        draw.polygon([((x1 + x2) / 2, y1), (x2, y2), (x1, y2)], fill=fill, outline=outline, width=2 if outline else 0)
-
-
-def spot_difference_prompt(rows: int, cols: int) -> str:
-    """The spot-the-difference question for a ``rows`` x ``cols`` grid (TIR-Bench's wording)."""
-    return ("The two images are divided into a grid of n rows and m columns; patches are numbered from 1, left to "
-            "right and top to bottom. Output the list of patch indices where the two images differ. Note that in "
-            f"this image, n is {rows} and m is {cols}")
+    meta = {"angle": angle, "options": pool, **({"fill": list(fill)} if cfg.pictures == "procedural" else {})}
+    return SyntheticItem(_record(item_id, "rotation_game", prompt, letter, [rel], meta), [path], steps, final)
 
 
 def make_spot_difference(rng: random.Random, src: Image.Image, item_id: int, writer: _Writer,
@@ -417,55 +367,86 @@ def make_ocr(rng: random.Random, src: Image.Image, item_id: int, writer: _Writer
 
 
 MAKERS = {"jigsaw": make_jigsaw, "rotation_game": make_rotation, "spot_difference": make_spot_difference,
-          "visual_search": make_visual_search, "ocr": make_ocr}
+          "visual_search": make_visual_search, "ocr": make_ocr, **PROGRAM_MAKERS}
 
 
-def generate_items(image_dir: str | Path, out_dir: str | Path, count: int, cfg: SyntheticConfig | None = None, *,
-                   report=None, max_pixels: int | None = None, start_id: int = 1) -> Iterator[SyntheticItem]:
+def check_config(cfg: SyntheticConfig) -> None:
+    """Known task kinds and picture source (a caller's mistake: ValueError)."""
+    unknown = sorted(set(cfg.tasks) - set(MAKERS))
+    if unknown:
+        raise ValueError(f"unknown synthetic task(s) {unknown}; choose from {list(MAKERS)}")
+    if cfg.pictures not in PICTURE_SOURCES:
+        raise ValueError(f"unknown pictures {cfg.pictures!r}; choose from {list(PICTURE_SOURCES)}")
+
+
+def config_settings(cfg: SyntheticConfig) -> dict:
+    """The config as a build's settings record it (JSON values); ``pictures`` only when not the folder's, so the
+    settings (and the folders keyed on them) of builds made before it existed stay the same."""
+    settings = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(cfg).items()}
+    if cfg.pictures == "folder":
+        del settings["pictures"]
+    return settings
+
+
+def generate_items(image_dir: str | Path | None, out_dir: str | Path, count: int, cfg: SyntheticConfig | None = None,
+                   *, report=None, max_pixels: int | None = None, start_id: int = 1) -> Iterator[SyntheticItem]:
     """Yield ``count`` items, cycling through ``cfg.tasks`` and a seeded order of the source images.
 
     A source image that is missing, broken, outside the folder or over the pixel limit is
     rejected through ``report`` (fail: raise; skip: log it and use the next image).
+    ``cfg.pictures == "procedural"``: each item's picture is drawn from the item's own rng instead
+    (``image_dir`` unused) and the kinds vary (``data_builders.procedural``).
     """
     cfg = cfg or SyntheticConfig()
-    unknown = sorted(set(cfg.tasks) - set(MAKERS))
-    if unknown:
-        raise ValueError(f"unknown synthetic task(s) {unknown}; choose from {list(MAKERS)}")
+    check_config(cfg)
+    procedural = cfg.pictures == "procedural"
+    sources = None if procedural else _folder_pictures(image_dir, cfg.seed, report, max_pixels)
+    makers = {**MAKERS, "spot_difference": make_spot_difference_varied} if procedural else MAKERS
+    writer = _Writer(Path(out_dir))
+    for i in range(count):
+        item_id = start_id + i
+        task = cfg.tasks[i % len(cfg.tasks)]
+        rng = random.Random(f"{cfg.seed}:{item_id}")
+        src, rel = (procedural_source(rng, task, cfg.base_size), None) if procedural else next(sources)
+        item = makers[task](rng, src, item_id, writer, cfg)
+        if rel is not None:
+            item.record["meta_data"]["source_image"] = rel
+        if report is not None:
+            report.written += 1
+        yield item
+
+
+def _folder_pictures(image_dir: str | Path, seed: int, report, max_pixels: int | None) -> Iterator[tuple]:
+    """The folder's pictures as ``(picture, path relative to the folder)``, in a seeded order, cycling."""
     root = Path(image_dir).resolve()
     pool = list_images(root)
     if not pool:
         raise RecordError(root, None, None, "the image folder holds no images")
-    random.Random(cfg.seed).shuffle(pool)
-    writer, bad, cursor = _Writer(Path(out_dir)), set(), 0
-    kwargs = {"max_pixels": max_pixels} if max_pixels else {}
-    for i in range(count):
-        item_id = start_id + i
-        task = cfg.tasks[i % len(cfg.tasks)]
-        while True:
-            if len(bad) == len(pool):
-                raise RecordError(root, None, None, "no usable source image left (every image was rejected)")
-            path = pool[cursor % len(pool)]
-            cursor += 1
-            if path in bad:
-                continue
-            if report is not None:
-                report.read += 1
-            try:
-                rel = str(path.relative_to(root))
-                checked = resolve_image_path(root, rel, source=root, rid=rel, field="image")
-                check_image(checked, source=root, rid=rel, field="image", **kwargs)
-                with Image.open(checked) as opened:
-                    src = opened.convert("RGB")
-            except RecordError as err:
-                bad.add(path)
-                if report is None:
-                    raise
-                report.reject(err, {"image": str(path)})
-                continue
-            break
-        rng = random.Random(f"{cfg.seed}:{item_id}")
-        item = MAKERS[task](rng, src, item_id, writer, cfg)
-        item.record["meta_data"]["source_image"] = rel
+    random.Random(seed).shuffle(pool)
+    return _checked_pictures(root, pool, report, {"max_pixels": max_pixels} if max_pixels else {})
+
+
+def _checked_pictures(root: Path, pool: list[Path], report, kwargs: dict) -> Iterator[tuple]:
+    bad, cursor = set(), 0
+    while True:
+        if len(bad) == len(pool):
+            raise RecordError(root, None, None, "no usable source image left (every image was rejected)")
+        path = pool[cursor % len(pool)]
+        cursor += 1
+        if path in bad:
+            continue
         if report is not None:
-            report.written += 1
-        yield item
+            report.read += 1
+        try:
+            rel = str(path.relative_to(root))
+            checked = resolve_image_path(root, rel, source=root, rid=rel, field="image")
+            check_image(checked, source=root, rid=rel, field="image", **kwargs)
+            with Image.open(checked) as opened:
+                src = opened.convert("RGB")
+        except RecordError as err:
+            bad.add(path)
+            if report is None:
+                raise
+            report.reject(err, {"image": str(path)})
+            continue
+        yield src, rel

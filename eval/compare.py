@@ -173,7 +173,10 @@ class CompareStageArguments:
     mir_per_family: int = field(default=16, metadata={"help": "Held-out MIR records per family (4 families)."})
     tir_count: int = field(default=60, metadata={"help": "Held-out TIR tasks, cycling through tir_tasks."})
     tir_tasks: list[str] | None = field(default=None, metadata={
-        "help": "Synthetic TIR task kinds held out (default: every kind, data_builders.synthetic.TASKS)."})
+        "help": "Synthetic TIR task kinds held out (default: the five of data_builders.synthetic.TASKS; any of "
+                "ALL_TASKS)."})
+    tir_pictures: str = field(default="folder", metadata={
+        "help": "Held-out TIR pictures: folder (the held-out MIR pictures) or procedural (drawn from the seed)."})
     disbench_count: int = field(default=60, metadata={"help": "Held-out DISBench queries."})
     imagemining_count: int = field(default=60, metadata={"help": "Held-out ImageMining questions."})
     max_new_tokens_per_turn: int = field(default=256, metadata={
@@ -183,12 +186,13 @@ class CompareStageArguments:
     def __post_init__(self) -> None:
         from lookcloser.checks import check_names
         from lookcloser.data_builders.heldout import check_benchmarks, check_seed
-        from lookcloser.data_builders.synthetic import TASKS
+        from lookcloser.data_builders.synthetic import ALL_TASKS, PICTURE_SOURCES
         from lookcloser.errors import RecipeError
 
         check_seed(self.heldout_seed, "heldout_seed")
         check_benchmarks(self.benchmarks, "benchmarks")
-        check_names("tir_tasks", self.tir_tasks or [], list(TASKS))
+        check_names("tir_tasks", self.tir_tasks or [], list(ALL_TASKS))
+        check_names("tir_pictures", [self.tir_pictures], list(PICTURE_SOURCES))
         if self.controls_of and self.controls_of not in self.stages:
             raise RecipeError(f"controls_of {self.controls_of!r} is not one of stages {self.stages}")
 
@@ -216,11 +220,13 @@ def main(args: CompareStageArguments) -> str:
     counts = {"mir_per_family": args.mir_per_family, "tir_count": args.tir_count,
               "disbench_count": args.disbench_count, "imagemining_count": args.imagemining_count}
     tasks = {"tir_tasks": list(args.tir_tasks)} if args.tir_tasks else {}  # absent: the settings of earlier runs
+    if args.tir_pictures != "folder":
+        tasks["tir_pictures"] = args.tir_pictures
     wanted = {"seed": args.heldout_seed, "benchmarks": sorted(args.benchmarks), **counts, **tasks}
     marker = heldout / "settings.json"
     if not (marker.is_file() and json.loads(marker.read_text(encoding="utf-8")) == wanted):
         write_heldout(heldout, args.heldout_seed, tuple(args.benchmarks), **counts,
-                      tir_tasks=tuple(args.tir_tasks) if args.tir_tasks else None)
+                      tir_tasks=tuple(args.tir_tasks) if args.tir_tasks else None, tir_pictures=args.tir_pictures)
         _write(marker, json.dumps(wanted) + "\n")
     runs = []
     for k, (label, model, control) in enumerate(stage_rows(args)):

@@ -44,6 +44,9 @@ MISTAKES = [
     ([*GRPO, "--environment", "cropp"], "environment: unknown name 'cropp'; did you mean crop?"),
     ([*TOOL_TASKS, "--direct_ratio", "1.5"], "direct_ratio must be between 0 and 1, got 1.5"),
     ([*TOOL_TASKS, "--copy_drills", "2"], "copy_drills: environment 'crop' has no python tool"),
+    # A kind no image tool solves: refused for an environment without python, before anything is built.
+    ([*TOOL_TASKS, "--tasks", "maze", "color"], "tasks: maze, color are solved with the python tool"),
+    ([*BUILD, "heldout", "--out", "o", "--seed", "9009", "--tir_pictures", "photo"], "tir_pictures: unknown name 'photo'"),
     # Not a dry run: the checks of every stage run before the first stage (the data stage) starts.
     ([*CURRICULUM, "--set", "data.direct_ratio=1.5"], "stage 'data' (data_builders/commands/tool_tasks.py): direct_ratio must be"),
     ([*CURRICULUM, "--skip", "looks"], "--skip names no stage: ['looks']"),

@@ -28,7 +28,7 @@ from lookcloser.checks import (
     check_range,
 )
 from lookcloser.data_builders.grpo_rows import DATASET_KINDS, ROW_FORMATS, resolve_path
-from lookcloser.data_builders.synthetic import TASKS
+from lookcloser.data_builders.synthetic import ALL_TASKS
 from lookcloser.errors import RecipeError
 from lookcloser.rewards import REGISTRY
 from lookcloser.train.entry import check_output_dir
@@ -153,11 +153,11 @@ def check_grpo(script_args, training_args, model_args, planned: Iterable[str | P
     if script_args.environment == "per_row" and not (script_args.dataset_path or script_args.dataset_name):
         raise RecipeError("environment: per_row reads each row's `environment` column: set dataset_path (e.g. a "
                           "data set written by data_builders/commands/mixed_tasks.py) or dataset_name")
-    check_names("synthetic_tasks", script_args.synthetic_tasks, TASKS)
+    check_names("synthetic_tasks", script_args.synthetic_tasks, ALL_TASKS)
     check_names("dataset_kind", [script_args.dataset_kind], DATASET_KINDS)
     if script_args.dataset_path:
         check_path("dataset_path", resolve_path(script_args.dataset_path), "any", planned)
-    if script_args.synthetic_images not in (None, "generated"):
+    if script_args.synthetic_images not in (None, "generated", "procedural"):
         check_path("synthetic_images", resolve_path(script_args.synthetic_images), "folder", planned)
     check_path("images_root", script_args.images_root, "folder", planned)
     check_path("disbench_root", script_args.disbench_root, "folder", planned)

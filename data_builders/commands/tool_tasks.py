@@ -15,7 +15,7 @@ the resolution that model actually sees. A folder built with the same settings i
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from lookcloser.data_builders.heldout import check_seed, check_training_seed
@@ -29,9 +29,10 @@ class ToolTaskArguments:
 
     output_dir: str = field(default="outputs/tool_curriculum/data", metadata={"help": "Where train/ and heldout/ go."})
     images: str | None = field(default=None, metadata={
-        "help": "Folder of source pictures (default: the bundled data/mir_sample; 'generated': PIL-drawn)."})
+        "help": "Folder of source pictures (default: the bundled data/mir_sample; 'generated': PIL-drawn; "
+                "'procedural': each task's picture drawn from its seed, the kinds varied, the held-out set too)."})
     tasks: list[str] = field(default_factory=lambda: ["visual_search"], metadata={
-        "help": "Synthetic tasks (data_builders.synthetic.TASKS)."})
+        "help": "Synthetic tasks (data_builders.synthetic.ALL_TASKS; maze, color and refcoco need a python tool)."})
     count: int = field(default=400, metadata={"help": "Training tasks."})
     seed: int = field(default=1, metadata={"help": "Seed of the training tasks."})
     heldout_count: int = field(default=60, metadata={"help": "Held-out tasks (0: none)."})
@@ -52,11 +53,13 @@ class ToolTaskArguments:
 
     def __post_init__(self) -> None:
         from lookcloser.agent.environments import ENVIRONMENT_NAMES, environment_class
+        from lookcloser.agent.oracle import check_program_tasks
         from lookcloser.checks import check_names, check_range
-        from lookcloser.data_builders.synthetic import TASKS
+        from lookcloser.data_builders.synthetic import ALL_TASKS
 
-        check_names("tasks", self.tasks, TASKS)
+        check_names("tasks", self.tasks, ALL_TASKS)
         check_names("environment", [self.environment], list(ENVIRONMENT_NAMES))
+        check_program_tasks(self.tasks, self.environment)
         check_range("count", self.count, 1)
         check_range("heldout_count", self.heldout_count, 0)
         check_range("search_grid", self.search_grid, 0)
@@ -92,25 +95,27 @@ def build(args: ToolTaskArguments) -> dict[str, Path]:
     from lookcloser.data_builders.grpo_rows import source_pictures
     from lookcloser.data_builders.heldout import write_heldout
     from lookcloser.data_builders.output import build_or_keep
-    from lookcloser.data_builders.synthetic import SyntheticConfig
+    from lookcloser.data_builders.synthetic import SyntheticConfig, config_settings
 
     out = Path(args.output_dir)
-    source = source_pictures(args.images, out, args.seed)
+    pictures = "procedural" if args.images == "procedural" else "folder"
+    source = None if pictures == "procedural" else source_pictures(args.images, out, args.seed)
     pixels = model_pixels(args.model_name_or_path)
     built = {}
-    cfg = SyntheticConfig(seed=args.seed, tasks=tuple(args.tasks), search_grid=args.search_grid, model_pixels=pixels)
-    settings = {"source": str(source.resolve()), "count": args.count, "environment": args.environment,
-                **({"direct_ratio": args.direct_ratio} if args.direct_ratio else {}),
-                **({"copy_drills": args.copy_drills} if args.copy_drills else {}),
-                **{k: list(v) if isinstance(v, tuple) else v for k, v in asdict(cfg).items()}}
+    cfg = SyntheticConfig(seed=args.seed, tasks=tuple(args.tasks), search_grid=args.search_grid, model_pixels=pixels,
+                          pictures=pictures)
+    settings = {"source": str(source.resolve()) if source else pictures, "count": args.count,
+                "environment": args.environment, **({"direct_ratio": args.direct_ratio} if args.direct_ratio else {}),
+                **({"copy_drills": args.copy_drills} if args.copy_drills else {}), **config_settings(cfg)}
     # The held-out split comes from the one held-out writer (fresh pictures from its own seed).
     heldout = {"heldout_seed": args.heldout_seed, "heldout_count": args.heldout_count, "tasks": list(args.tasks),
-               "model_pixels": pixels, "writer": "data_builders.heldout"}
+               "model_pixels": pixels, "writer": "data_builders.heldout",
+               **({"tir_pictures": pictures} if pictures != "folder" else {})}
     for split, wanted, make in (("train", settings, lambda target: build_synthetic(
             source, target, args.count, cfg, progress=False, environment=args.environment,
             direct_ratio=args.direct_ratio, copy_drills=args.copy_drills)), ("heldout", heldout, lambda target: write_heldout(
             target, args.heldout_seed, ("tir_bench",), tir_count=args.heldout_count, tir_tasks=tuple(args.tasks),
-            model_pixels=pixels))):
+            model_pixels=pixels, tir_pictures=pictures))):
         if split == "heldout" and args.heldout_count <= 0:
             continue
         built[split] = build_or_keep(out / split, wanted, make)
@@ -131,7 +136,7 @@ def parse_args(argv=None, planned=(), prog=None):
     (args,) = parse_recipe((ToolTaskArguments,), argv, prog=prog, description=__doc__)
     check_output_folder("output_dir", args.output_dir)
     check_model_name(args.model_name_or_path, planned)
-    if args.images not in (None, "generated"):
+    if args.images not in (None, "generated", "procedural"):
         check_path("images", resolve_path(args.images), "folder", planned)
     return (args,)
 

@@ -15,9 +15,11 @@ DEFAULT_MODEL_PIXELS = 128 * 128
 
 
 def write_tir_bench(out: Path, seed: int, *, pictures: Path, tir_count: int = 60,
-                    tir_tasks: tuple[str, ...] | None = None, model_pixels: int = DEFAULT_MODEL_PIXELS, **_) -> Path:
-    """TIR-Bench.json + data/ from the ``pictures``, with the tool curriculum's generator settings."""
-    cfg = SyntheticConfig(seed=seed, tasks=tuple(tir_tasks or TASKS), model_pixels=model_pixels)
+                    tir_tasks: tuple[str, ...] | None = None, model_pixels: int = DEFAULT_MODEL_PIXELS,
+                    tir_pictures: str = "folder", **_) -> Path:
+    """TIR-Bench.json + data/ from the ``pictures``, with the tool curriculum's generator settings; ``tir_pictures``
+    "procedural": each item's picture drawn from its seed instead, the kinds varied (``SyntheticConfig.pictures``)."""
+    cfg = SyntheticConfig(seed=seed, tasks=tuple(tir_tasks or TASKS), model_pixels=model_pixels, pictures=tir_pictures)
     records = [item.record for item in generate_items(pictures, out, tir_count, cfg)]
     (out / "TIR-Bench.json").write_text(json.dumps(records, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     return out
