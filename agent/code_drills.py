@@ -7,7 +7,12 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from lookcloser.data_builders.synthetic import LETTERS, SyntheticConfig, rotation_prompt, spot_difference_prompt
+from lookcloser.data_builders.synthetic import (
+    LETTERS,
+    SyntheticConfig,
+    rotation_prompt,
+    spot_difference_prompt,
+)
 
 # Wider than the tasks' (grids of 3-5 each way, 6 options), and lists longer, so a value guessed from what is
 # common, not copied from the context, is wrong.

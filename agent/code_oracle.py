@@ -10,9 +10,9 @@ answer. ``copy_drill`` writes the warm-up rows on what a program copies from the
 from __future__ import annotations
 
 import random
-from pathlib import Path
+from collections.abc import Callable
 
-from lookcloser.agent.code_programs import KINDS, Plan, plans_for
+from lookcloser.agent.code_programs import KINDS, plans_for
 from lookcloser.data_builders.synthetic import SyntheticItem, ToolStep
 
 __all__ = ["KINDS", "copy_drill", "item_rng", "solve_with_python"]
@@ -31,31 +31,28 @@ def _printed(message: dict) -> str:
     return text.removeprefix("Output:\n")
 
 
-def solve_with_python(item: SyntheticItem, env, messages: list[dict], images: list[str], out_dir: Path,
-                      tag: str) -> str | None:
+def solve_with_python(item: SyntheticItem, messages: list[dict], images: list[str],
+                      render: Callable[[ToolStep, bool], None]) -> str | None:
     """Append the turns of the first of the item's plans whose last call printed the gold answer to
-    ``messages``; return that plan's closing thought, or None when none did (``messages`` as it was)."""
+    ``messages``; return that plan's closing thought, or None when none did (``messages`` as it was).
+
+    ``render(step, fails)`` runs one python turn through the episode's environment and appends it and its
+    result to ``messages`` (``agent.oracle.render_steps``; ``fails``: the call is a deliberate mistake)."""
     from lookcloser.agent.code_env import printed_text
-    from lookcloser.agent.oracle import render_steps
 
     gold = printed_text(f"{item.answer_text}\n")
     for plan in plans_for(item.record["task"], item.record["meta_data"], item_rng(item.record)):
         kept, shown = len(messages), len(images)
-        if _render_plan(plan, env, messages, images, out_dir, tag, render_steps) == gold:
+        outputs: list[str] = []
+        for stage in plan.stages:
+            call = stage(outputs)
+            render(ToolStep(call.think, [("python", {"code": call.code})]), call.fails)
+            outputs.append(_printed(messages[-1]))
+        last = messages[-1]["content"]
+        if (last if isinstance(last, str) else last[0]["text"]) == gold:
             return plan.final_think
         del messages[kept:], images[shown:]
     return None
-
-
-def _render_plan(plan: Plan, env, messages, images, out_dir, tag, render_steps) -> str:
-    outputs: list[str] = []
-    for stage in plan.stages:
-        call = stage(outputs)
-        render_steps(env, [ToolStep(call.think, [("python", {"code": call.code})])], messages, images, out_dir, tag,
-                     fails=call.fails)
-        outputs.append(_printed(messages[-1]))
-    last = messages[-1]["content"]
-    return last if isinstance(last, str) else last[0]["text"]
 
 
 def copy_drill(item: SyntheticItem, trajectory: dict, rng: random.Random) -> dict | None:
@@ -83,8 +80,8 @@ def copy_drill(item: SyntheticItem, trajectory: dict, rng: random.Random) -> dic
     >>> drill["messages"][2]["content"][0]["text"].split(), drill["messages"][3]["content"][-27:]
     (['Output:', '34'], '</think><answer>34</answer>')
     """
-    from lookcloser.agent.code_env import printed_text
     from lookcloser.agent.code_drills import DRILLS
+    from lookcloser.agent.code_env import printed_text
     from lookcloser.data_builders.tool_sft import call_message, final_message
 
     called = [c["function"]["name"] for m in trajectory["messages"][1:] for c in m.get("tool_calls") or []]

@@ -49,8 +49,11 @@ class Plan:
 def _prefix_and_imports(rng: random.Random, names: list[str]) -> tuple[str, str]:
     """How a program imports the library: ``*``, the names it uses, or the module under a short name.
 
-    >>> _prefix_and_imports(random.Random(3), ["changed", "grid"])
-    ('lt.', 'import looktools as lt\\n')
+    >>> for prefix, line in sorted({_prefix_and_imports(random.Random(s), ["grid", "changed"]) for s in range(20)}):
+    ...     print(repr(prefix), line, end="")
+    '' from looktools import *
+    '' from looktools import changed, grid
+    'lt.' import looktools as lt
     """
     way = rng.choice(("star", "names", "module"))
     if way == "star":

@@ -13,6 +13,7 @@ import json
 import random
 from pathlib import Path
 
+from lookcloser.agent.code_oracle import KINDS, solve_with_python
 from lookcloser.agent.environments import environment_class
 from lookcloser.agent.environments import tool_schemas as env_tool_schemas
 from lookcloser.agent.photo_env import listed_ids
@@ -49,13 +50,12 @@ def oracle_trajectory(item: SyntheticItem, out_dir: str | Path, environment: str
     call printed. None where no plan printed the answer of a kind whose programs may miss (rotation_game's tie
     of two options a quarter turn apart): a trajectory never teaches copying a wrong answer.
     """
-    from lookcloser.agent.code_oracle import KINDS, solve_with_python
-
     images = [str(p) for p in item.image_paths]
     env, messages = open_oracle_episode(environment, item.record["prompt"], images)
     tag = f"{item.record['id']:06d}"
     if "python" in tool_names(type(env)) and item.record["task"] in KINDS:
-        final_think = solve_with_python(item, env, messages, images, Path(out_dir), tag)
+        final_think = solve_with_python(item, messages, images, lambda step, fails: render_steps(
+            env, [step], messages, images, Path(out_dir), tag, fails=fails))
         if final_think is None:
             if KINDS[item.record["task"]].exact:  # the oracle's own bug
                 raise RuntimeError(f"item {item.record['id']}: no {item.record['task']} program printed the answer "

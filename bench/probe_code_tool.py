@@ -36,7 +36,11 @@ def _count(kind: dict, item, out: Path) -> None:
     from lookcloser.agent.oracle import oracle_trajectory
 
     kind["items"] += 1
-    kind["right"] += oracle_trajectory(item, out, "crop+python") is not None  # an exact program's miss raises
+    solved = oracle_trajectory(item, out, "crop+python")  # an exact kind's miss raises
+    kind["right"] += solved is not None
+    if solved is not None:  # the plan's shape: how many python calls it made
+        calls = sum(bool(m.get("tool_calls")) for m in solved["messages"])
+        kind[f"{calls}_calls"] = kind.get(f"{calls}_calls", 0) + 1
     if item.record["task"] == "rotation_game":
         meta = item.record["meta_data"]
         kind["ties"] = kind.get("ties", 0) + any(o != meta["angle"] and (o - meta["angle"]) % 90 == 0
@@ -66,32 +70,33 @@ def heldout_reach(data_root: str, out: str) -> dict:
     return _shares(result)
 
 
-def program_reach(seed: int, count: int, out: str) -> dict:
+def program_reach(seed: int, count: int, out: str, pictures: str = "procedural") -> dict:
+    """Each kind's items of ``seed`` solved by the grammar's plans in the sandbox (``pictures``: the procedural
+    source, or ``folder``: the bundled pictures)."""
     import numpy as np
     from PIL import Image
 
-    from lookcloser.agent.code_oracle import PROGRAMS
+    from lookcloser.agent.code_oracle import KINDS
     from lookcloser.data_builders.grpo_rows import source_pictures
     from lookcloser.data_builders.synthetic import SyntheticConfig, generate_items
 
-    pictures = source_pictures(None, out, seed)
-    result: dict = {"seed": seed, "pictures": str(pictures)}
-    for task in PROGRAMS:
+    source = None if pictures == "procedural" else source_pictures(None, out, seed)
+    result: dict = {"seed": seed, "pictures": pictures}
+    for task in KINDS:
         folder = Path(out) / task
         kind = result.setdefault(task, {"items": 0, "right": 0})
-        for item in generate_items(pictures, folder, count, SyntheticConfig(seed=seed, tasks=(task,), base_size=256)):
+        cfg = SyntheticConfig(seed=seed, tasks=(task,), base_size=256, pictures=pictures)
+        for item in generate_items(source, folder, count, cfg):
             _count(kind, item, folder)
-    jigsaw = SyntheticConfig(seed=seed, tasks=("jigsaw",), base_size=256)
-    for item in generate_items(pictures, Path(out) / "jigsaw", count, jigsaw):
-        n = item.record["meta_data"]["difficulty"]
-        with Image.open(item.image_paths[0]) as opened:
-            pixels = np.asarray(opened.convert("RGB"))
-        h, w = pixels.shape[0] // n, pixels.shape[1] // n
-        pieces = {pixels[r * h + SEAM:(r + 1) * h - SEAM, c * w + SEAM:(c + 1) * w - SEAM].tobytes()
-                  for r in range(n) for c in range(n)}
-        kind = result.setdefault(f"jigsaw {n}x{n}", {"items": 0, "with_identical_pieces": 0})
-        kind["items"] += 1
-        kind["with_identical_pieces"] += len(pieces) < n * n
+            if task != "jigsaw":
+                continue
+            n = item.record["meta_data"]["difficulty"]
+            with Image.open(item.image_paths[0]) as opened:
+                pixels = np.asarray(opened.convert("RGB"))
+            h, w = pixels.shape[0] // n, pixels.shape[1] // n
+            pieces = {pixels[r * h + SEAM:(r + 1) * h - SEAM, c * w + SEAM:(c + 1) * w - SEAM].tobytes()
+                      for r in range(n) for c in range(n)}
+            kind["with_identical_pieces"] = kind.get("with_identical_pieces", 0) + (len(pieces) < n * n)
     return _shares(result)
 
 
@@ -136,6 +141,8 @@ def main() -> None:
     programs.add_argument("--seed", type=int, default=11)
     programs.add_argument("--count", type=int, default=200)
     programs.add_argument("--out", required=True, help="folder for the generated items")
+    programs.add_argument("--pictures", choices=("procedural", "folder"), default="procedural",
+                          help="the procedural source, or the bundled pictures")
     heldout = commands.add_parser("heldout", help="each program's score on a held-out folder's items (real sandbox)")
     heldout.add_argument("data_root", help="a folder python -m data_builders heldout wrote (tir_bench/TIR-Bench.json)")
     heldout.add_argument("--out", required=True, help="folder for the programs' tool images")
@@ -149,7 +156,7 @@ def main() -> None:
             parser.error(f"{folder}: no tir_bench/trajectories folder (python -m eval with --save_trajectories true)")
     if args.command == "heldout" and not Path(args.data_root, "tir_bench", "TIR-Bench.json").is_file():
         parser.error(f"{args.data_root}: no tir_bench/TIR-Bench.json (python -m data_builders heldout --benchmarks tir_bench)")
-    result = (program_reach(args.seed, args.count, args.out) if args.command == "programs"
+    result = (program_reach(args.seed, args.count, args.out, args.pictures) if args.command == "programs"
               else heldout_reach(args.data_root, args.out) if args.command == "heldout"
               else copy_errors(args.eval_dirs))
     print(json.dumps(result, indent=1))

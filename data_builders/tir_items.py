@@ -12,9 +12,12 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
+from lookcloser.looktools import COLOURS as LOOKTOOLS_COLOURS
+
 LETTERS = "ABCDEFGHIJ"
-COLOURS = {"red": (220, 30, 30), "green": (20, 170, 50), "blue": (30, 60, 230), "yellow": (245, 210, 0),
-           "purple": (140, 40, 190), "orange": (250, 130, 0), "cyan": (0, 200, 220), "magenta": (230, 0, 160)}
+# The shapes' colours, by name: the image library's table (its home; the code the model writes names them the
+# same), less white, black and gray, in the order every generator draws from.
+COLOURS = {name: rgb for name, rgb in LOOKTOOLS_COLOURS.items() if name not in ("white", "black", "gray")}
 SHAPES = ("circle", "square", "triangle")
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -201,65 +200,6 @@ def test_grpo_rollouts_call_python_through_trls_environment_factory(tiny_model_d
     (tmp_path / "ckpt").mkdir()
     grpo.write_prompting_record(script_args, str(tmp_path / "ckpt"))
     assert read_prompting(str(tmp_path / "ckpt"))["environment"] == "synthetic+python"
-
-
-@needs_bwrap
-def test_oracle_trajectories_solve_spot_the_difference_and_rotation_with_one_program(tmp_path):
-    """Cold-start data for the tool: with ``synthetic+python`` a spot-the-difference or rotation item is solved
-    by one program run in the real sandbox, whose printed line is the gold answer the trajectory copies; a
-    rotation the program misses (two options a quarter turn apart) gets no trajectory; a kind no program
-    solves here keeps its crop oracle."""
-    from lookcloser.agent.oracle import build_synthetic
-    from lookcloser.data_builders.grpo_rows import BUNDLED_IMAGES
-    from lookcloser.data_builders.output import load_output
-    from lookcloser.data_builders.synthetic import SyntheticConfig
-
-    build_synthetic(BUNDLED_IMAGES, tmp_path, 24, SyntheticConfig(seed=3, tasks=("spot_difference", "jigsaw",
-                                                                                  "rotation_game")),
-                    progress=False, environment="synthetic+python", copy_drills=2)
-    records = load_output(tmp_path / "sft")
-    tasks = {str(r["id"]): r for r in json.loads((tmp_path / "TIR-Bench.json").read_text())}
-    gold = {i: r["answer"] for i, r in tasks.items()}
-    solved = [r for r in records if r["task"] in ("spot_difference", "rotation_game")]
-    assert all("python" in [t["function"]["name"] for t in json.loads(r["tools"])] for r in records)
-    for record in solved:
-        _question, call, result, answer = record["messages"]
-        assert [c["function"]["name"] for c in call["tool_calls"]] == ["python"]
-        assert result["content"] == [{"type": "text", "text": f"Output:\n{gold[record['id']]}\n"}]
-        assert answer["content"].endswith(f"<answer>{gold[record['id']]}</answer>")
-        assert len(record["images"]) == (2 if record["task"] == "spot_difference" else 1)  # no picture returned
-    rotations = [r for r in records if r["task"] == "rotation_game"]
-    for record in rotations:  # the program lists the item's own options, in order
-        code = record["messages"][1]["tool_calls"][0]["function"]["arguments"]["code"]
-        assert code.splitlines()[1] == f"o=[{','.join(map(str, tasks[record['id']]['meta_data']['options']))}]"
-    assert 0 < len(rotations) < 8  # seed 3: one of the eight is a tie the program misses, and is left out
-    assert len([r for r in records if r["task"] == "spot_difference"]) == 8
-    for record in (r for r in records if r["task"] == "jigsaw"):
-        names = {c["function"]["name"] for m in record["messages"] for c in m.get("tool_calls") or []}
-        assert names == {"crop"}
-    # The copy drills (the warm-up before the cold start): two per python trajectory, none for jigsaw; each
-    # repeats the values its question names in the program (the grid; the options), and its printed line in
-    # the answer.
-    drills = load_output(tmp_path / "copy")
-    assert sorted(d["id"] for d in drills) == sorted(f"{r['id']}-drill" for r in solved for _ in range(2))
-    drawn = set()
-    for drill in drills:
-        question, call, result, answer = drill["messages"]
-        asked, code = question["content"][-2]["text"], call["tool_calls"][0]["function"]["arguments"]["code"]
-        printed = result["content"][0]["text"].removeprefix("Output:\n").removesuffix("\n")
-        assert answer["content"].endswith(f"<answer>{printed}</answer>") and drill["tools"] == ""
-        if drill["task"] == "spot_difference":
-            rows, cols = re.search(r"n is (\d+) and m is (\d+)$", asked).groups()
-            assert f"on a {rows}x{cols} grid" in call["content"] and len(drill["images"]) == 2
-            assert code.splitlines()[1] == f"n,m={rows},{cols}"
-            assert all(1 <= int(p) <= int(rows) * int(cols) for p in printed.split(", "))
-            drawn.add((rows, cols))
-        else:
-            options = re.findall(r"^([A-J])\. (\d+)°$", asked, re.MULTILINE)
-            assert code.splitlines()[1] == f"o=[{','.join(angle for _, angle in options)}]"
-            assert printed in [letter for letter, _ in options]
-            drawn.add(tuple(options))
-    assert len(drawn) > 2  # drawn, not the items' own
 
 
 def test_a_tool_set_composes_with_an_environment_and_the_old_names_are_aliases():

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from lookcloser.agent.code_oracle import rotation_program, spot_difference_program
 from lookcloser.data_builders.synthetic import rotation_prompt, spot_difference_prompt
 
 REPO = Path(__file__).resolve().parents[1]
@@ -22,25 +21,25 @@ import probe_code_tool  # bench/ is not a package: imported by path (above)
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
-def test_programs_reach_spot_the_difference_always_and_rotation_but_for_ties(tmp_path):
-    reach = probe_code_tool.program_reach(seed=11, count=6, out=str(tmp_path))
-    assert reach["spot_difference"]["items"] == 6 and reach["spot_difference"]["right"] == 6  # an exact program
+def test_programs_reach_every_kind_on_procedural_pictures_and_no_jigsaw_holds_identical_pieces(tmp_path):
+    reach = probe_code_tool.program_reach(seed=11, count=3, out=str(tmp_path))
+    for task in ("spot_difference", "jigsaw", "maze", "color", "refcoco"):  # exact kinds
+        assert reach[task]["items"] == 3 and reach[task]["right"] == 3, reach
     rotation = reach["rotation_game"]
-    assert rotation["items"] == 6 and rotation["items"] - rotation["ties"] <= rotation["right"] <= rotation["items"]
-    jigsaw = [v for k, v in reach.items() if k.startswith("jigsaw")]
-    assert sum(v["items"] for v in jigsaw) == 6
-    assert all(0 <= v["with_identical_pieces"] <= v["items"] for v in jigsaw)
+    assert rotation["items"] == 3 and rotation["items"] - rotation.get("ties", 0) <= rotation["right"] <= 3
+    assert reach["jigsaw"]["with_identical_pieces"] == 0
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
-def test_heldout_scores_each_program_on_a_heldout_folders_items(tmp_path):
+def test_heldout_scores_each_kind_on_a_heldout_folders_items(tmp_path):
     root = tmp_path / "heldout"
     subprocess.run([sys.executable, "-m", "data_builders", "heldout", "--out", str(root), "--seed", "1003", "--benchmarks",
-                    "tir_bench", "--tir_tasks", "spot_difference", "rotation_game", "jigsaw", "--tir_count", "6"],
-                   cwd=REPO, check=True, capture_output=True, timeout=300)
+                    "tir_bench", "--tir_tasks", "spot_difference", "rotation_game", "maze", "--tir_count", "6",
+                    "--tir_pictures", "procedural"], cwd=REPO, check=True, capture_output=True, timeout=300)
     reach = probe_code_tool.heldout_reach(str(root), str(tmp_path / "out"))
-    assert set(reach) == {"data_root", "spot_difference", "rotation_game"}  # jigsaw has no program
+    assert set(reach) == {"data_root", "spot_difference", "rotation_game", "maze"}
     assert reach["spot_difference"]["items"] == 2 and reach["spot_difference"]["right"] == 2
+    assert reach["maze"]["items"] == 2 and reach["maze"]["right"] == 2
     rotation = reach["rotation_game"]
     assert rotation["items"] == 2 and rotation["items"] - rotation["ties"] <= rotation["right"]
 
@@ -59,11 +58,13 @@ def test_copies_counts_a_miscopied_question_and_an_answer_that_is_not_the_printe
     folder = tmp_path / "run" / "tir_bench" / "trajectories"
     folder.mkdir(parents=True)
     options = [180, 220, 270, 150, 110, 15]
+    rotation = "from looktools import *\no=[{}]\nprint(letter(nearest(tilt(image_1),o,90)))\n"
+    spot = "import looktools as lt\nd=lt.changed(image_1,image_2,{},{})\nprint(*d, sep=', ')\n"
     episodes = {
-        "1": _episode(rotation_prompt(options), rotation_program(options), "D", "D"),
-        "2": _episode(rotation_prompt(options), rotation_program([180, 220, 270, 15, 110, 155]), "F", "F"),
-        "3": _episode(spot_difference_prompt(3, 4), spot_difference_program(3, 4), "2, 7", "2, 7"),
-        "4": _episode(spot_difference_prompt(3, 4), spot_difference_program(4, 3), "2, 7", "2, 8"),
+        "1": _episode(rotation_prompt(options), rotation.format("180,220,270,150,110,15"), "D", "D"),
+        "2": _episode(rotation_prompt(options), rotation.format("180,220,270,15,110,155"), "F", "F"),
+        "3": _episode(spot_difference_prompt(3, 4), spot.format(3, 4), "2, 7", "2, 7"),
+        "4": _episode(spot_difference_prompt(3, 4), spot.format(4, 3), "2, 7", "2, 8"),
     }
     for name, episode in episodes.items():
         (folder / f"{name}.json").write_text(json.dumps(episode), encoding="utf-8")

@@ -94,10 +94,13 @@ def test_code_curriculum_plan_offers_python_and_holds_out_a_reserved_seed():
     from lookcloser.data_builders.heldout import HELDOUT_SEEDS
 
     data, copy, sft, grpo, evaluation = plan("recipes/code_curriculum.yaml")
-    assert data.config["environment"] == "crop+python" and data.config["tasks"] == ["spot_difference", "rotation_game"]
+    assert data.config["environment"] == "crop+python" and data.config["images"] == "procedural"
+    assert data.config["tasks"] == ["spot_difference", "rotation_game", "jigsaw", "maze", "color"]
     assert data.config["copy_drills"] > 0 and copy.config["dataset_path"].endswith("data/train/copy")
     assert sft.config["model_name_or_path"] == str(copy.output_dir)
     assert with_tool_set(grpo.config["environment"], grpo.config["tool_set"]) == "crop+python"
     assert grpo.config["model_name_or_path"] == str(sft.output_dir) and evaluation.config["stages"] == ["sft", "grpo"]
     assert evaluation.config["heldout_seed"] in HELDOUT_SEEDS and data.config["seed"] not in HELDOUT_SEEDS
-    assert evaluation.config["tir_tasks"] == data.config["tasks"]
+    # Every kind trained on, and refcoco, held out of training entirely, on the same procedural pictures.
+    assert evaluation.config["tir_tasks"] == [*data.config["tasks"], "refcoco"]
+    assert evaluation.config["tir_pictures"] == "procedural"
