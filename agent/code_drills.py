@@ -1,15 +1,25 @@
-"""What a copy drill draws per task kind: a question whose copied values are drawn wider than the tasks draw
-them, the item meta data the program grammar reads those values from, and a printed line to go with it
-(``agent.code_oracle.copy_drill``). A kind whose programs copy nothing from the question has no drill."""
+"""What a copy drill draws per task kind (``agent.code_oracle.copy_drill``): a question of the kind whose
+copied values (a stated grid, the options, the puzzle's size, the named colour) are drawn wider than the tasks
+draw them, the meta data the program grammar reads those values from, the line the last call prints (the
+answer repeats it) and the line a ``read`` plan's first call prints (its second program repeats it).
+
+A drill teaches the copies a trajectory makes, and nothing the pictures decide: every copy is drawn, so only a
+copy from the context lowers the loss. The cold start then learns the programs on real trajectories."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from dataclasses import dataclass
 
+from lookcloser.data_builders.procedural import GRID_SHOWN_PROMPT
+from lookcloser.data_builders.program_tasks import MAZE_PROMPT, color_prompt, refcoco_options, refcoco_prompt
 from lookcloser.data_builders.synthetic import (
+    COLOURS,
     LETTERS,
+    SHAPES,
     SyntheticConfig,
+    jigsaw_prompt,
     rotation_prompt,
     spot_difference_prompt,
 )
@@ -23,18 +33,51 @@ DRILL_OPTIONS = (3, 8)
 ROTATION_ANGLES = range(SyntheticConfig.rotation_step, 360, SyntheticConfig.rotation_step)
 
 
-def _spot_difference(rng: random.Random) -> tuple[str, dict, str]:
+@dataclass(frozen=True)
+class Drill:
+    question: str
+    meta: dict
+    printed: str  # what the last call prints, and the answer
+    reading: str = ""  # what a read plan's first call prints
+
+
+def _spot_difference(rng: random.Random) -> Drill:
     rows, cols = rng.randint(*DRILL_GRID), rng.randint(*DRILL_GRID)
     cells = sorted(rng.sample(range(1, rows * cols + 1), rng.randint(1, min(DRILL_MAX_PATCHES, rows * cols))))
-    return spot_difference_prompt(rows, cols), {"rows": rows, "cols": cols}, ", ".join(map(str, cells))
+    shown = rng.random() < 0.5
+    return Drill(GRID_SHOWN_PROMPT if shown else spot_difference_prompt(rows, cols),
+                 {"rows": rows, "cols": cols, "grid_shown": shown}, ", ".join(map(str, cells)), f"({rows}, {cols})")
 
 
-def _rotation(rng: random.Random) -> tuple[str, dict, str]:
+def _rotation(rng: random.Random) -> Drill:
     options = rng.sample(ROTATION_ANGLES, rng.randint(*DRILL_OPTIONS))
-    return rotation_prompt(options), {"options": options}, rng.choice(LETTERS[:len(options)])
+    return Drill(rotation_prompt(options), {"options": options}, rng.choice(LETTERS[:len(options)]),
+                 f"{rng.uniform(0, 90):.1f}")
 
 
-DRILLS: dict[str, Callable[[random.Random], tuple[str, dict, str]]] = {
-    "spot_difference": _spot_difference,
-    "rotation_game": _rotation,
+def _jigsaw(rng: random.Random) -> Drill:
+    n = rng.choice((2, 3))
+    order = rng.sample(range(1, n * n + 1), n * n)
+    return Drill(jigsaw_prompt(n), {"difficulty": n}, str(order))
+
+
+def _maze(rng: random.Random) -> Drill:
+    return Drill(MAZE_PROMPT, {}, str(rng.randint(1, 199)), str(rng.randint(4, 16)))
+
+
+def _color(rng: random.Random) -> Drill:
+    colour = rng.choice(list(COLOURS))
+    return Drill(color_prompt(colour), {"colour": colour}, str(rng.randint(0, 9)))
+
+
+def _refcoco(rng: random.Random) -> Drill:
+    colour, shape, share = rng.choice(list(COLOURS)), rng.choice(SHAPES), rng.randint(1, 99)
+    options = refcoco_options(rng, share)
+    return Drill(refcoco_prompt(colour, shape, options), {"colour": colour, "options": options},
+                 rng.choice(LETTERS[:len(options)]), str(share))
+
+
+DRILLS: dict[str, Callable[[random.Random], Drill]] = {
+    "spot_difference": _spot_difference, "rotation_game": _rotation, "jigsaw": _jigsaw, "maze": _maze,
+    "color": _color, "refcoco": _refcoco,
 }

@@ -56,15 +56,16 @@ def solve_with_python(item: SyntheticItem, messages: list[dict], images: list[st
 
 
 def copy_drill(item: SyntheticItem, trajectory: dict, rng: random.Random) -> dict | None:
-    """A drill on what a python trajectory copies from its question, for a warm-up stage before the cold start.
+    """A drill on what a python trajectory copies, for a warm-up stage before the cold start.
 
     ``trajectory`` (``agent.oracle.oracle_trajectory``'s record for ``item``) with a question of the same kind
-    whose copied values (a stated grid, the options, the named colour) are drawn from ``rng`` wider than the
-    tasks draw them, a one-call program from the grammar with those values, a printed line drawn to go with
-    it and the answer repeating it. Only a copy from the context writes those right. The printed line is
-    drawn, not run (the pictures do not show it), and the record carries no tool schemas, so a row is short.
-    None where the kind copies nothing (its programs read everything from the picture) or the trajectory did
-    not call python.
+    whose copied values are drawn from ``rng`` (``agent.code_drills.DRILLS``: a stated grid, the options, the
+    puzzle's size, the named colour), the calls of a plan from the grammar with those values (one call, or a
+    first call whose printed line the second program repeats), printed lines drawn to go with them and the
+    answer repeating the last. Only a copy from the context writes those right. Nothing is run (a drill, not a
+    trajectory: the pictures do not show what it prints), and the record carries no tool schemas, so a row is
+    short. None where the trajectory did not call python. Drills have no ``fix`` plan: its error line is the
+    sandbox's, not a drawn one.
 
     >>> from lookcloser.data_builders.synthetic import SyntheticItem, spot_difference_prompt
     >>> item = SyntheticItem({"id": 0, "task": "spot_difference", "prompt": spot_difference_prompt(3, 4),
@@ -75,9 +76,9 @@ def copy_drill(item: SyntheticItem, trajectory: dict, rng: random.Random) -> dic
     ...                    random.Random(0))
     >>> drill["messages"][0]["content"][0]["text"][-17:]
     'n is 8 and m is 8'
-    >>> ",8,8" in drill["messages"][1]["tool_calls"][0]["function"]["arguments"]["code"]
+    >>> "8,8" in drill["messages"][1]["tool_calls"][0]["function"]["arguments"]["code"]
     True
-    >>> drill["messages"][2]["content"][0]["text"].split(), drill["messages"][3]["content"][-27:]
+    >>> drill["messages"][-2]["content"][0]["text"].split(), drill["messages"][-1]["content"][-27:]
     (['Output:', '34'], '</think><answer>34</answer>')
     """
     from lookcloser.agent.code_drills import DRILLS
@@ -88,13 +89,17 @@ def copy_drill(item: SyntheticItem, trajectory: dict, rng: random.Random) -> dic
     draw = DRILLS.get(item.record["task"])
     if draw is None or "python" not in called:
         return None
-    prompt, meta, printed = draw(rng)
-    plan = next(p for p in plans_for(item.record["task"], meta, rng) if p.shape == "one")
-    call = plan.stages[0]([])
+    drill = draw(rng)
+    plan = next(p for p in plans_for(item.record["task"], drill.meta, rng) if p.shape != "fix")
     question = trajectory["messages"][0]
-    asked = [{"type": "text", "text": prompt} if block.get("text") == item.record["prompt"]
+    asked = [{"type": "text", "text": drill.question} if block.get("text") == item.record["prompt"]
              else block for block in question["content"]]
-    messages = [{**question, "content": asked}, call_message(ToolStep(call.think, [("python", {"code": call.code})])),
-                {"role": "tool", "name": "python", "content": [{"type": "text", "text": printed_text(f"{printed}\n")}]},
-                final_message(plan.final_think, printed)]
+    messages, outputs = [{**question, "content": asked}], []
+    printed = [drill.reading, drill.printed][-len(plan.stages):]
+    for stage, line in zip(plan.stages, printed):
+        call = stage(outputs)
+        messages += [call_message(ToolStep(call.think, [("python", {"code": call.code})])),
+                     {"role": "tool", "name": "python", "content": [{"type": "text", "text": printed_text(f"{line}\n")}]}]
+        outputs.append(f"{line}\n")
+    messages.append(final_message(plan.final_think, drill.printed))
     return {**trajectory, "messages": messages, "tools": "", "id": f"{trajectory['id']}-drill"}

@@ -89,11 +89,22 @@ def _listing(rng: random.Random, expr: str) -> str:
 
 def _fixed(rng: random.Random, good: str, think: str, mistakes: list[tuple[str, str]]) -> tuple[Stage, Stage]:
     """``fix``: a mistaken first call (one of ``mistakes``: the wrong text and its right one in ``good``),
-    then ``good``."""
+    then ``good``, its thought naming the error the call raised (the traceback's last line)."""
     wrong, right = rng.choice([m for m in mistakes if m[1] in good])
     bad = good.replace(right, wrong, 1)
     return ((lambda _: Call(think, bad, fails=True)),
-            (lambda out: Call("The call failed: " + out[-1].strip().splitlines()[0][:80] + " I fix it.", good)))
+            (lambda out: Call(f"The call failed with {out[-1].strip().splitlines()[-1][:100]}. I fix it.", good)))
+
+
+# How often each shape leads an item's plans: mostly one call; a mistake written on purpose is trained on as any
+# other turn (the loss covers every assistant turn), so it stays rare.
+SHAPE_WEIGHTS = {"one": 6.0, "read": 3.0, "fix": 1.0}
+
+
+def _ordered(plans: list[Plan], rng: random.Random) -> list[Plan]:
+    """The plans in a random order where each shape leads with odds ``SHAPE_WEIGHTS`` (a weighted shuffle:
+    each plan's key is u ** (1 / weight), largest first)."""
+    return sorted(plans, key=lambda p: rng.random() ** (1 / SHAPE_WEIGHTS[p.shape]), reverse=True)
 
 
 # ---- spot_difference ------------------------------------------------------------------------------------
@@ -135,8 +146,7 @@ def _spot_plans(facts: dict, rng: random.Random) -> list[Plan]:
         plans.append(Plan("fix", _fixed(rng, program(n, m), think,
                                         [("chnged(", "changed("), ("image_0", "image_1"), ("imag_2", "image_2")]),
                           final))
-    rng.shuffle(plans)
-    return plans
+    return _ordered(plans, rng)
 
 
 # ---- rotation_game --------------------------------------------------------------------------------------
@@ -158,8 +168,7 @@ def _rotation_plans(facts: dict, rng: random.Random) -> list[Plan]:
 
     plans.append(Plan("read", (lambda _: Call("I measure the tilt first.", first), decide), final))
     plans.append(Plan("fix", _fixed(rng, one, think, [("image_0", "image_1"), ("nearst(", "nearest(")]), final))
-    rng.shuffle(plans)
-    return plans
+    return _ordered(plans, rng)
 
 
 # ---- jigsaw ---------------------------------------------------------------------------------------------
@@ -176,8 +185,7 @@ def _jigsaw_plans(facts: dict, rng: random.Random) -> list[Plan]:
     plans = [Plan("one", (lambda _: Call(think, one),), final), Plan("one", (lambda _: Call(think, inline),), final),
              Plan("fix", _fixed(rng, one, think, [(f"best_order({t})", f"best_order({t},{n})"),
                                                   ("image_0", "image_1")]), final)]
-    rng.shuffle(plans)
-    return plans
+    return _ordered(plans, rng)
 
 
 # ---- maze -----------------------------------------------------------------------------------------------
@@ -202,8 +210,7 @@ def _maze_plans(facts: dict, rng: random.Random) -> list[Plan]:
                          program(str(_ints(out[-1])[0])))), final))
     plans.append(Plan("fix", _fixed(rng, one, think, [("shrnk(", "shrink("), ("'gren'", "'green'"), ("image_0", "image_1")]),
                       final))
-    rng.shuffle(plans)
-    return plans
+    return _ordered(plans, rng)
 
 
 # ---- color ----------------------------------------------------------------------------------------------
@@ -219,8 +226,7 @@ def _color_plans(facts: dict, rng: random.Random) -> list[Plan]:
     plans = [Plan("one", (lambda _: Call(think, one),), final), Plan("one", (lambda _: Call(think, inline),), final),
              Plan("fix", _fixed(rng, one, think, [("mask_of(image_0", "mask_of(image_1"), ("componets(", "components(")]),
                   final)]
-    rng.shuffle(plans)
-    return plans
+    return _ordered(plans, rng)
 
 
 # ---- refcoco --------------------------------------------------------------------------------------------
@@ -239,8 +245,7 @@ def _refcoco_plans(facts: dict, rng: random.Random) -> list[Plan]:
         lambda _: Call(f"I measure the {colour} share first, in percent.", first),
         lambda out: Call(f"It is {_number(out[-1])}%. The nearest option is the answer.",
                          head + f"print({L}letter({L}nearest({_number(out[-1])},{o})))\n")), final))
-    rng.shuffle(plans)
-    return plans
+    return _ordered(plans, rng)
 
 
 @dataclass(frozen=True)

@@ -116,6 +116,11 @@ def _place(rng: random.Random, taken: list[tuple[float, ...]], width: int, heigh
     return None
 
 
+def color_prompt(colour: str) -> str:
+    """The color question for shapes of ``colour``."""
+    return f"How many {colour} shapes are in the picture? Answer as an integer."
+
+
 def make_color(rng: random.Random, src: Image.Image, item_id: int, writer: ItemWriter, cfg) -> SyntheticItem:
     width, height = aspect_size(rng, rng.randint(320, 480))
     img = light_background(rng, width, height)
@@ -132,7 +137,7 @@ def make_color(rng: random.Random, src: Image.Image, item_id: int, writer: ItemW
             continue
         draw_shape(draw, rng.choice(SHAPES), box, COLOURS[name])
         drawn += name == colour
-    prompt = f"How many {colour} shapes are in the picture? Answer as an integer."
+    prompt = color_prompt(colour)
     rel, path = writer.save(img, "color", item_id, 1)
     return SyntheticItem(item_record(item_id, "color", prompt, str(count), [rel], {"colour": colour}), [path], [],
                          f"There are {count} {colour} shapes.")
@@ -157,6 +162,12 @@ def refcoco_options(rng: random.Random, gold: int, n: int = 6, spacing: int = 8)
     return options
 
 
+def refcoco_prompt(colour: str, shape: str, options: list[int]) -> str:
+    """The refcoco question (TIR-Bench's wording) with these percentages."""
+    return (f"Which of the following values is the closest to the proportion of the image occupied by the {colour} "
+            f"{shape}?\n" + "\n".join(f"{LETTERS[i]}: {v}%" for i, v in enumerate(options)))
+
+
 def make_refcoco(rng: random.Random, src: Image.Image, item_id: int, writer: ItemWriter, cfg) -> SyntheticItem:
     width, height = aspect_size(rng, rng.randint(320, 480))
     img = light_background(rng, width, height)
@@ -177,8 +188,7 @@ def make_refcoco(rng: random.Random, src: Image.Image, item_id: int, writer: Ite
     gold = round(100 * covered)
     options = refcoco_options(rng, gold)
     letter = LETTERS[options.index(gold)]
-    prompt = (f"Which of the following values is the closest to the proportion of the image occupied by the {colour} "
-              f"{shape}?\n" + "\n".join(f"{LETTERS[i]}: {v}%" for i, v in enumerate(options)))
+    prompt = refcoco_prompt(colour, shape, options)
     rel, path = writer.save(img, "refcoco", item_id, 1)
     meta = {"colour": colour, "shape": shape, "options": options, "share": round(covered, 4)}
     return SyntheticItem(item_record(item_id, "refcoco", prompt, letter, [rel], meta), [path], [],

@@ -113,6 +113,14 @@ def _context_box(cx: float, cy: float, side: float, width: int, height: int) -> 
     return _box(x1, y1, x1 + side, y1 + side)
 
 
+def jigsaw_prompt(n: int) -> str:
+    """The jigsaw question for an ``n`` x ``n`` puzzle."""
+    return (f"Instructions: Please complete the jigsaw puzzle shown in the image. The original image has been "
+            f"divided into {n}×{n} pieces and scrambled. The pieces are numbered 1 to {n * n} row by row in the "
+            f"scrambled image. Output the correct order of the pieces as a list of piece numbers, row by row: "
+            f"the i-th number is the piece that belongs at position i of the original image.")
+
+
 def make_jigsaw(rng: random.Random, src: Image.Image, item_id: int, writer: _Writer,
                 cfg: SyntheticConfig) -> SyntheticItem:
     n = rng.choice(cfg.jigsaw_sizes)
@@ -135,10 +143,7 @@ def make_jigsaw(rng: random.Random, src: Image.Image, item_id: int, writer: _Wri
     answer_list = [perm.index(i) + 1 for i in range(n * n)]
     answer = "[" + ", ".join(map(str, answer_list)) + "]"
     rel, path = writer.save(shuffled, "jigsaw", item_id, 1)
-    prompt = (f"Instructions: Please complete the jigsaw puzzle shown in the image. The original image has been "
-              f"divided into {n}×{n} pieces and scrambled. The pieces are numbered 1 to {n * n} row by row in the "
-              f"scrambled image. Output the correct order of the pieces as a list of piece numbers, row by row: "
-              f"the i-th number is the piece that belongs at position i of the original image.")
+    prompt = jigsaw_prompt(n)
     steps: list[ToolStep] = []
     prev: list[str] = []
     for r in range(n):

@@ -74,7 +74,8 @@ def test_two_call_trajectories_read_what_the_first_printed_or_fix_what_failed(bu
         code = second["tool_calls"][0]["function"]["arguments"]["code"]
         if _text(first_result).startswith("Error:"):  # a mistake, then the program with it mended
             shapes.add("fix")
-            assert second["content"].startswith("<think>The call failed:")
+            error = _text(first_result).strip().splitlines()[-1]
+            assert second["content"].startswith(f"<think>The call failed with {error[:100]}.")
         else:  # print, read, decide: the second program holds what the first printed
             shapes.add("read")
             printed = _text(first_result).removeprefix("Output:\n")
@@ -107,27 +108,33 @@ def test_shown_grids_are_read_from_the_picture_not_the_question(built):
 
 
 @needs_bwrap
-def test_copy_drills_repeat_the_questions_values_drawn_wider_than_the_tasks(built):
+def test_copy_drills_repeat_the_questions_values_and_the_printed_lines_all_drawn(built):
+    """Two drills per python trajectory, of every kind: the program repeats what the drawn question states
+    (grid, options, size, colour), a read plan's second program repeats what its first printed, and the
+    answer repeats the last printed line."""
     _, trajectories, drills = built
-    copying = [r for r in trajectories if r["task"] in ("spot_difference", "rotation_game")]
-    assert sorted(d["id"] for d in drills) == sorted(f"{r['id']}-drill" for r in copying for _ in range(2))
-    drawn = set()
+    assert sorted(d["id"] for d in drills) == sorted(f"{r['id']}-drill" for r in trajectories for _ in range(2))
+    drawn, shapes = set(), set()
     for drill in drills:
-        question, call, result, answer = drill["messages"]
-        asked, code = question["content"][-2]["text"], call["tool_calls"][0]["function"]["arguments"]["code"]
-        printed = _text(result).removeprefix("Output:\n").removesuffix("\n")
-        assert answer["content"].endswith(f"<answer>{printed}</answer>") and drill["tools"] == ""
-        if drill["task"] == "spot_difference":
-            rows, cols = re.search(r"n is (\d+) and m is (\d+)$", asked).groups()
-            assert re.search(rf"(n,m=|,){rows},{cols}\b", code.replace(" ", ""))
-            assert all(1 <= int(p) <= int(rows) * int(cols) for p in printed.split(", "))
-            drawn.add((rows, cols))
-        else:
-            options = re.findall(r"^([A-J])\. (\d+)°$", asked, re.MULTILINE)
-            assert f"=[{','.join(angle for _, angle in options)}]" in code
-            assert printed in [letter for letter, _ in options]
+        question, *turns, answer = drill["messages"]
+        asked = question["content"][-2]["text"]
+        codes = [t["tool_calls"][0]["function"]["arguments"]["code"] for t in turns[::2]]
+        printed = [_text(t).removeprefix("Output:\n").removesuffix("\n") for t in turns[1::2]]
+        assert answer["content"].endswith(f"<answer>{printed[-1]}</answer>") and drill["tools"] == ""
+        shapes.add(len(codes))
+        if len(codes) == 2:
+            assert re.findall(r"\d+", printed[0])[0] in codes[1]
+        if stated := re.search(r"n is (\d+) and m is (\d+)$", asked):
+            assert re.search(rf"(n,m=|,){stated[1]},{stated[2]}\b", codes[-1].replace(" ", ""))
+            drawn.add(stated.groups())
+        elif options := re.findall(r"^[A-J]\. (\d+)°$", asked, re.MULTILINE):
+            assert f"=[{','.join(options)}]" in codes[-1]
             drawn.add(tuple(options))
-    assert len(drawn) > 2  # drawn, not the items' own
+        elif size := re.search(r"divided into (\d)×", asked):
+            assert f",{size[1]})" in codes[-1]
+        elif colour := re.search(r"How many (\w+) shapes", asked):
+            assert f"'{colour[1]}'" in codes[-1]
+    assert len(drawn) > 2 and shapes == {1, 2}  # drawn, not the items' own
 
 
 def test_plans_are_drawn_from_the_items_rng_and_written_from_what_earlier_calls_printed():

@@ -58,7 +58,7 @@ def test_direct_ratio_mixes_answers_without_a_tool_into_the_training_cold_start(
     with pytest.raises(ValueError, match="direct_ratio must be between 0 and 1"):
         build(ToolTaskArguments(output_dir=str(tmp_path / "bad"), count=2, direct_ratio=1.5,
                                 model_name_or_path=str(tiny_model_dir)))
-    with pytest.raises(ValueError, match="copy_drills: no task whose programs copy from the question"):
+    with pytest.raises(ValueError, match="copy_drills: no task a program solves in tasks"):
         ToolTaskArguments(tasks=["visual_search"], environment="crop+python", copy_drills=2)
     with pytest.raises(ValueError, match="reserved for held-out data"):
         build(ToolTaskArguments(output_dir=str(tmp_path / "bad"), count=2, seed=1001, heldout_seed=1002,

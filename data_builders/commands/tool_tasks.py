@@ -47,9 +47,9 @@ class ToolTaskArguments:
         "help": "Share of the training cold-start trajectories that answer at once, without a tool (0-1): a "
                 "cold start that has seen both ways to answer, for GRPO to find which pays."})
     copy_drills: int = field(default=0, metadata={
-        "help": "Per python-tool trajectory, this many copy drills in train/copy (the values it copies, a grid or "
-                "options, and its printed line drawn at random; no tool schemas): the warm-up stage on the copies "
-                "before the cold start."})
+        "help": "Per python-tool trajectory, this many copy drills in train/copy (what it copies from the question, "
+                "from a first call's printed line, and the printed line into the answer, all drawn at random; no "
+                "tool schemas): the warm-up stage on the copies before the cold start."})
 
     def __post_init__(self) -> None:
         from lookcloser.agent.environments import ENVIRONMENT_NAMES, environment_class
@@ -73,7 +73,7 @@ class ToolTaskArguments:
             if "python" not in tool_names(environment_class(self.environment)):
                 raise RecipeError(f"copy_drills: environment {self.environment!r} has no python tool (e.g. crop+python)")
             if not set(self.tasks) & set(DRILLS):
-                raise RecipeError(f"copy_drills: no task whose programs copy from the question in tasks (those: "
+                raise RecipeError(f"copy_drills: no task a program solves in tasks (those: "
                                   f"{', '.join(DRILLS)})")
         if self.heldout_count > 0:
             check_seed(self.heldout_seed, "heldout_seed")
