@@ -24,11 +24,10 @@ def item_rng(record: dict) -> random.Random:
     return random.Random(f"program:{record['id']}:{record['prompt']}:{record['answer']}")
 
 
-def _printed(message: dict) -> str:
-    """What a tool turn showed: a call's printed text without its ``Output:`` line, or its error line."""
+def _shown(message: dict) -> str:
+    """The text a python turn showed: ``Output:`` and what the call printed, or its error line."""
     content = message["content"]
-    text = content if isinstance(content, str) else content[0]["text"]
-    return text.removeprefix("Output:\n")
+    return content if isinstance(content, str) else content[0]["text"]
 
 
 def solve_with_python(item: SyntheticItem, messages: list[dict], images: list[str],
@@ -47,9 +46,8 @@ def solve_with_python(item: SyntheticItem, messages: list[dict], images: list[st
         for stage in plan.stages:
             call = stage(outputs)
             render(ToolStep(call.think, [("python", {"code": call.code})]), call.fails)
-            outputs.append(_printed(messages[-1]))
-        last = messages[-1]["content"]
-        if (last if isinstance(last, str) else last[0]["text"]) == gold:
+            outputs.append(_shown(messages[-1]).removeprefix("Output:\n"))
+        if _shown(messages[-1]) == gold:
             return plan.final_think
         del messages[kept:], images[shown:]
     return None

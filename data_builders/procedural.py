@@ -27,10 +27,9 @@ from lookcloser.data_builders.tir_items import (
     SHAPES,
     ItemWriter,
     SyntheticItem,
-    ToolStep,
     draw_shape,
     item_record,
-    pixel_box,
+    spot_difference_crops,
     spot_difference_prompt,
 )
 
@@ -120,15 +119,7 @@ def make_spot_difference_varied(rng: random.Random, src: Image.Image, item_id: i
     rel_2, path_2 = writer.save(Image.fromarray(right), "spot_difference", item_id, 2)
     answer = ", ".join(str(c + 1) for c in cells)
     prompt = GRID_SHOWN_PROMPT if grid_shown else spot_difference_prompt(rows, cols)
-    steps, seen = [], []
-    for cell in cells:
-        r, c = divmod(cell, cols)
-        box = pixel_box(c * cw, r * ch, (c + 1) * cw, (r + 1) * ch)
-        lead = f"Patch {seen[-1]} differs between the two crops. " if seen else "Some patches look different. "
-        steps.append(ToolStep(f"{lead}I compare patch {cell + 1} (row {r + 1}, column {c + 1}) in both images.",
-                              [("crop", {"image_index": 0, "box": box}), ("crop", {"image_index": 1, "box": box})]))
-        seen.append(cell + 1)
-    final = f"Patch {seen[-1]} differs as well. The images differ in patches {answer}."
+    steps, final = spot_difference_crops(cells, cols, cw, ch)
     meta = {"rows": rows, "cols": cols, "grid_shown": grid_shown, "shift": list(shift) if shift else None,
             "noise": NOISE}
     return SyntheticItem(item_record(item_id, "spot_difference", prompt, answer, [rel_1, rel_2], meta),

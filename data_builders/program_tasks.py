@@ -18,7 +18,6 @@ pictures in tests/test_program_tasks.py with plain numpy, as ``looktools`` compu
 from __future__ import annotations
 
 import random
-from collections import deque
 
 import numpy as np
 from PIL import Image, ImageDraw
@@ -33,6 +32,7 @@ from lookcloser.data_builders.tir_items import (
     draw_shape,
     item_record,
 )
+from lookcloser.looktools import bfs
 
 PROGRAM_TASKS = ("maze", "color", "refcoco")
 WALL, START, GOAL = (0, 0, 0), COLOURS["green"], COLOURS["red"]
@@ -66,26 +66,6 @@ def perfect_maze(rng: random.Random, rows: int, cols: int) -> np.ndarray:
     return free
 
 
-def moves(free: np.ndarray, start: tuple[int, int], goal: tuple[int, int]) -> int:
-    """Fewest up/down/left/right steps from ``start`` to ``goal`` over True cells (-1: unreachable).
-
-    >>> moves(np.array([[1, 1, 1], [0, 0, 1], [1, 1, 1]], dtype=bool), (0, 0), (2, 0))
-    6
-    """
-    seen = {start: 0}
-    queue = deque([start])
-    while queue:
-        cell = queue.popleft()
-        if cell == goal:
-            return seen[cell]
-        r, c = cell
-        for nxt in ((r - 1, c), (r + 1, c), (r, c - 1), (r, c + 1)):
-            if 0 <= nxt[0] < free.shape[0] and 0 <= nxt[1] < free.shape[1] and free[nxt] and nxt not in seen:
-                seen[nxt] = seen[cell] + 1
-                queue.append(nxt)
-    return -1
-
-
 def make_maze(rng: random.Random, src: Image.Image, item_id: int, writer: ItemWriter, cfg) -> SyntheticItem:
     rows, cols = 2 * rng.randint(4, 10) + 1, 2 * rng.randint(4, 10) + 1  # 9-21 cells each way
     pitch = rng.randint(6, 14)
@@ -97,7 +77,7 @@ def make_maze(rng: random.Random, src: Image.Image, item_id: int, writer: ItemWr
     grid[start], grid[goal] = START, GOAL
     img = Image.fromarray(np.repeat(np.repeat(grid, pitch, axis=0), pitch, axis=1).astype(np.uint8), "RGB")
     rel, path = writer.save(img, "maze", item_id, 1)
-    answer = moves(free, start, goal)
+    answer = bfs(free, start, goal)  # the library's search: start and goal are path cells here
     meta = {"rows": rows, "cols": cols, "pitch": pitch, "fill": list(fill)}
     return SyntheticItem(item_record(item_id, "maze", MAZE_PROMPT, str(answer), [rel], meta), [path], [],
                          f"The shortest path from the green cell to the red cell takes {answer} moves.")

@@ -58,6 +58,21 @@ def pixel_box(x1: float, y1: float, x2: float, y2: float) -> list[int]:
     return [round(x1), round(y1), round(x2), round(y2)]
 
 
+def spot_difference_crops(cells: list[int], cols: int, cw: float, ch: float) -> tuple[list[ToolStep], str]:
+    """The image-tool oracle of a spot-the-difference item: crop each differing cell (0-based, row by row, on a
+    grid of ``cols`` columns of ``cw`` x ``ch`` pixels) in both pictures; then the closing thought."""
+    steps, seen = [], []
+    for cell in cells:
+        r, c = divmod(cell, cols)
+        box = pixel_box(c * cw, r * ch, (c + 1) * cw, (r + 1) * ch)
+        lead = f"Patch {seen[-1]} differs between the two crops. " if seen else "Some patches look different. "
+        steps.append(ToolStep(f"{lead}I compare patch {cell + 1} (row {r + 1}, column {c + 1}) in both images.",
+                              [("crop", {"image_index": 0, "box": box}), ("crop", {"image_index": 1, "box": box})]))
+        seen.append(cell + 1)
+    answer = ", ".join(map(str, seen))
+    return steps, f"Patch {seen[-1]} differs as well. The images differ in patches {answer}."
+
+
 class ItemWriter:
     """Saves an item's images as ``data/{task}/{id:06d}_{k}.png`` (never a name the OCR overrides hit)."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .pictures import mask_of, pixels
+from .pictures import grid_cells, mask_of, pixels
 
 
 def diff(a, b, threshold: int = 60) -> np.ndarray:
@@ -65,10 +65,4 @@ def changed(a, b, rows: int, cols: int, share: float = 0.01, threshold: int = 60
             and 0 < rows <= h and 0 < cols <= w):
         raise ValueError(f"rows and cols must be whole numbers from 1 to the picture's {h} x {w}, "
                          f"got {rows!r} and {cols!r}")
-    found = []
-    for r in range(rows):
-        for c in range(cols):
-            cell = different[r * h // rows:(r + 1) * h // rows, c * w // cols:(c + 1) * w // cols]
-            if cell.mean() > share:
-                found.append(r * cols + c + 1)
-    return found
+    return [k + 1 for k, cell in enumerate(grid_cells(different, rows, cols)) if cell.mean() > share]

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from .pictures import pixels
+from .pictures import grid_cells, pixels
 
 MAX_SIDE = 3  # every arrangement is tried: 9! = 362,880 for 3 x 3; 16! for 4 x 4 is out of reach
 
@@ -25,12 +25,7 @@ def pieces(img, n: int, seam: int = 2) -> list[np.ndarray]:
     if not isinstance(n, (int, np.integer)) or n < 1 or h // n <= 2 * seam or w // n <= 2 * seam or seam < 0:
         raise ValueError(f"pieces() needs n >= 1 and seam >= 0 leaving pieces of at least 1 pixel: a {w}x{h} "
                          f"picture cut {n!r} x {n!r} with seam {seam!r}")
-    found = []
-    for r in range(n):
-        for c in range(n):
-            cell = array[r * h // n:(r + 1) * h // n, c * w // n:(c + 1) * w // n]
-            found.append(cell[seam:cell.shape[0] - seam, seam:cell.shape[1] - seam])
-    return found
+    return [cell[seam:cell.shape[0] - seam, seam:cell.shape[1] - seam] for cell in grid_cells(array, n, n)]
 
 
 def edge_cost(a, b, side: str) -> float:

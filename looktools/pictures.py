@@ -39,6 +39,18 @@ def pixels(img) -> np.ndarray:
     return np.clip(np.nan_to_num(array), 0, 255).astype(np.uint8)
 
 
+def grid_cells(array: np.ndarray, rows: int, cols: int) -> list[np.ndarray]:
+    """The cells of a ``rows`` x ``cols`` grid over an array, row by row: cell r, c spans rows r*h//rows to
+    (r+1)*h//rows and columns c*w//cols to (c+1)*w//cols (one rule for patches and jigsaw pieces).
+
+    >>> [c.shape for c in grid_cells(np.zeros((5, 7)), 2, 2)]
+    [(2, 3), (2, 4), (3, 3), (3, 4)]
+    """
+    h, w = array.shape[:2]
+    return [array[r * h // rows:(r + 1) * h // rows, c * w // cols:(c + 1) * w // cols]
+            for r in range(rows) for c in range(cols)]
+
+
 def colour_rgb(colour) -> tuple[int, int, int]:
     """An RGB triple from a COLOURS name or a triple.
 

@@ -66,15 +66,15 @@ class ToolTaskArguments:
         check_range("direct_ratio", self.direct_ratio, 0, 1)
         check_range("copy_drills", self.copy_drills, 0)
         if self.copy_drills:  # drills come from python trajectories only: none would leave the copy stage no data
-            from lookcloser.agent.code_drills import DRILLS
+            from lookcloser.agent.code_programs import KINDS
             from lookcloser.agent.toolkit import tool_names
             from lookcloser.errors import RecipeError
 
             if "python" not in tool_names(environment_class(self.environment)):
                 raise RecipeError(f"copy_drills: environment {self.environment!r} has no python tool (e.g. crop+python)")
-            if not set(self.tasks) & set(DRILLS):
+            if not set(self.tasks) & set(KINDS):
                 raise RecipeError(f"copy_drills: no task a program solves in tasks (those: "
-                                  f"{', '.join(DRILLS)})")
+                                  f"{', '.join(KINDS)})")
         if self.heldout_count > 0:
             check_seed(self.heldout_seed, "heldout_seed")
         check_training_seed(self.seed)
