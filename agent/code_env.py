@@ -22,8 +22,9 @@ import weakref
 from pathlib import Path
 
 from lookcloser.agent import images as ops
+from lookcloser.agent.episode import question_text
 from lookcloser.agent.image_env import CropToolEnv, ImageToolEnv
-from lookcloser.agent.sandbox import SandboxLimits, require_sandbox, run_python, write_inputs
+from lookcloser.agent.sandbox import SandboxLimits, require_sandbox, run_python, write_inputs, write_question
 from lookcloser.agent.toolkit import ToolError, error_text, tool
 
 MAX_CODE_CHARS = 20_000
@@ -49,9 +50,11 @@ class PythonTool:
         self._inputs: Path | None = None
         self._written = 0
         self._cleanup: weakref.finalize | None = None
+        self._question = ""
 
     def reset(self, **example) -> str | None:
         self._drop_inputs()
+        self._question = question_text(example)
         return super().reset(**example)
 
     def _drop_inputs(self) -> None:
@@ -64,6 +67,7 @@ class PythonTool:
         if self._inputs is None:
             self._inputs = Path(tempfile.mkdtemp(prefix="lookcloser-episode-"))
             self._cleanup = weakref.finalize(self, shutil.rmtree, self._inputs, True)
+            write_question(self._inputs, self._question)
         if self._written < len(self._images):
             write_inputs(self._inputs, [ops.full_pixels(img) for img in self._images[self._written:]],
                          start=self._written)
@@ -73,10 +77,10 @@ class PythonTool:
     @tool
     def python(self, code: str) -> list[dict] | str:
         """Run Python code on the images (numpy and PIL available). image_1, image_2, ... are the images as PIL
-        images (image_1 is image_index 0). print() results; show(img) returns a picture. Limits: 10 s, 1 GB;
-        no network; nothing is kept between calls. `from looktools import *` gives: diff, changed, grid, tilt,
-        nearest, letter, pieces, best_order, binarise, pitch, shrink, find, bfs, mask_of, components, share,
-        hue_name, equalise (help(name) documents each).
+        images (image_1 is image_index 0); `question` is the question's text. print() results; show(img) returns
+        a picture. Limits: 10 s, 1 GB; no network; nothing is kept between calls. `from looktools import *`
+        gives: diff, changed, grid, tilt, nearest, options, letter, pieces, best_order, binarise, pitch, shrink,
+        find, bfs, mask_of, components, share, hue_name, equalise (help(name) documents each).
 
         Args:
             code: A complete Python program.

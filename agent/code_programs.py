@@ -14,8 +14,9 @@ A plan's calls are written lazily (``Plan.stages``: each from the texts the earl
 a ``read`` trajectory copies what the picture gave, not what the generator knows. ``agent.code_oracle`` runs
 each call in the real sandbox while the data is built and keeps a plan only when it prints the gold answer.
 
-The values a program takes from the question (``facts``: a stated grid, the options, the named colour) are
-the only copies; the grid a picture shows, the tilt, the pieces' order and the path are computed.
+The values a program takes from the question (``facts``: a stated grid, the named colour) are the only
+copies; a question's options are read from its text (``options(question)``); the grid a picture shows, the
+tilt, the pieces' order and the path are computed.
 """
 
 from __future__ import annotations
@@ -152,19 +153,21 @@ def _spot_plans(facts: dict, rng: random.Random) -> list[Plan]:
 # ---- rotation_game --------------------------------------------------------------------------------------
 
 def _rotation_plans(facts: dict, rng: random.Random) -> list[Plan]:
-    L, head = _prefix_and_imports(rng, ["tilt", "nearest", "letter"])
-    o = "[" + ",".join(map(str, facts["options"])) + "]"
-    name = rng.choice(("o", "opts", "options"))
+    L, head = _prefix_and_imports(rng, ["tilt", "nearest", "options"])
+    name = rng.choice(("o", "opts", "choices"))
     think = "The picture is tilted on a uniform fill. I measure the tilt of its edges and match it to an option."
     final = "The program printed the option the tilt matches."
-    one = head + f"{name}={o}\n" + f"a={L}tilt(image_1)\n" + f"print({L}letter({L}nearest(a,{name},90)))\n"
-    plans = [Plan("one", (lambda _: Call(think, one),), final)]
+    # The options are read from the question's text (`question`), not copied: a copied list of six angles
+    # was the tiny model's one miscopy (docs/grpo.md, "Code tool").
+    one = head + f"{name}={L}options(question)\n" + f"a={L}tilt(image_1)\n" + f"print({L}nearest(a,{name},90))\n"
+    inline = head + f"print({L}nearest({L}tilt(image_1),{L}options(question),90))\n"
+    plans = [Plan("one", (lambda _: Call(think, one),), final), Plan("one", (lambda _: Call(think, inline),), final)]
     first = head + f"print(round({L}tilt(image_1),1))\n"
 
     def decide(out: list[str]) -> Call:
         angle = _number(out[-1])
         return Call(f"The edges are tilted {angle} degrees. The option that matches it modulo 90 is the answer.",
-                    head + f"{name}={o}\n" + f"print({L}letter({L}nearest({angle},{name},90)))\n")
+                    head + f"print({L}nearest({angle},{L}options(question),90))\n")
 
     plans.append(Plan("read", (lambda _: Call("I measure the tilt first.", first), decide), final))
     plans.append(Plan("fix", _fixed(rng, one, think, [("image_0", "image_1"), ("nearst(", "nearest(")]), final))
@@ -232,19 +235,17 @@ def _color_plans(facts: dict, rng: random.Random) -> list[Plan]:
 # ---- refcoco --------------------------------------------------------------------------------------------
 
 def _refcoco_plans(facts: dict, rng: random.Random) -> list[Plan]:
-    L, head = _prefix_and_imports(rng, ["mask_of", "share", "nearest", "letter"])
+    L, head = _prefix_and_imports(rng, ["mask_of", "share", "nearest", "options"])
     colour = facts["colour"]
-    o = "[" + ",".join(map(str, facts["options"])) + "]"
     think = f"I measure the share of the picture that is {colour} and match it to the nearest option."
     final = "The program printed the option nearest to the measured share."
-    one = (head + f"s=100*{L}share({L}mask_of(image_1,'{colour}'))\n" + f"o={o}\n"
-           + f"print({L}letter({L}nearest(s,o)))\n")
+    one = (head + f"s=100*{L}share({L}mask_of(image_1,'{colour}'))\n" + f"print({L}nearest(s,{L}options(question)))\n")
     plans = [Plan("one", (lambda _: Call(think, one),), final)]
     first = head + f"print(round(100*{L}share({L}mask_of(image_1,'{colour}'))))\n"
     plans.append(Plan("read", (
         lambda _: Call(f"I measure the {colour} share first, in percent.", first),
         lambda out: Call(f"It is {_number(out[-1])}%. The nearest option is the answer.",
-                         head + f"print({L}letter({L}nearest({_number(out[-1])},{o})))\n")), final))
+                         head + f"print({L}nearest({_number(out[-1])},{L}options(question)))\n")), final))
     return _ordered(plans, rng)
 
 

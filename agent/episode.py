@@ -1,4 +1,5 @@
-"""The state the loop and the policies share: ``Episode``, ``Turn`` and the ``Policy`` protocol."""
+"""The state the loop and the policies share: ``Episode``, ``Turn`` and the ``Policy`` protocol; a row's
+question text."""
 
 from __future__ import annotations
 
@@ -6,6 +7,30 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from PIL import Image
+
+# A row without a ``prompt`` asks its question in the first of these fields.
+QUESTION_KEYS = ("question", "query", "problem", "text")
+
+
+def question_text(example: dict) -> str:
+    """The episode's question as the code reads it (``question``): the text of the row's last user turn (its
+    ``prompt``, messages or a string), or else its question field; "" when it has none.
+
+    >>> question_text({"prompt": [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Which?"}]}]})
+    'Which?'
+    >>> question_text({"question": "How many?"}), question_text({})
+    ('How many?', '')
+    """
+    prompt = example.get("prompt")
+    if prompt is None:
+        prompt = next((example[k] for k in QUESTION_KEYS if isinstance(example.get(k), str)), "")
+    if isinstance(prompt, str):
+        return prompt
+    users = [m for m in prompt if m.get("role") == "user"]
+    content = users[-1].get("content", "") if users else ""
+    if isinstance(content, str):
+        return content
+    return "\n".join(b.get("text", "") for b in content if b.get("type") == "text")
 
 
 @dataclass

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 
 from lookcloser.agent.environments import env_class, tool_schemas
-from lookcloser.agent.episode import Episode, Policy, image_blocks_in
+from lookcloser.agent.episode import QUESTION_KEYS, Episode, Policy, image_blocks_in
 from lookcloser.agent.images import load_example_images
 from lookcloser.agent.parsing import has_unparsed_tool_call
 from lookcloser.agent.trajectory import Trajectory
@@ -45,8 +45,6 @@ DEFAULT_SYSTEM_PROMPT = (
 # (docs/benchmarks.md, "Eval client"). 64 episodes start within 0.13 s.
 START_SPACING_S = 0.002
 
-_QUESTION_KEYS = ("question", "query", "problem", "text")
-
 
 def build_messages(example: dict, images: list, system_prompt: str | None = None) -> list[dict]:
     """The opening conversation of an example, the images placed as TRL places them.
@@ -62,7 +60,7 @@ def build_messages(example: dict, images: list, system_prompt: str | None = None
     """
     prompt = example.get("prompt")
     if prompt is None:
-        prompt = next((example[k] for k in _QUESTION_KEYS if isinstance(example.get(k), str)), None)
+        prompt = next((example[k] for k in QUESTION_KEYS if isinstance(example.get(k), str)), None)
     if prompt is None:
         raise ValueError(f"example has no prompt or question field (keys: {sorted(example)})")
     messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else copy.copy(list(prompt))

@@ -73,7 +73,7 @@ def open_oracle_episode(environment: str, question: str, images: list[str], exam
     the question, then the reset observation as a text block, as TRL's GRPO appends it (the cold-start
     SFT prompt must read exactly as the GRPO prompt)."""
     env = environment_class(environment)()
-    observation = env.reset(**(example or {}), images=list(images))
+    observation = env.reset(**{"question": question, **(example or {}), "images": list(images)})
     messages = [user_message(len(images), question)]
     if observation:
         messages[0]["content"].append({"type": "text", "text": observation})

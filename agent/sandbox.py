@@ -160,6 +160,18 @@ def require_sandbox() -> None:
         raise SandboxUnavailable(problem)
 
 
+# The episode's question as the code's ``question`` (the runner reads it when the episode wrote one).
+QUESTION_FILE = "question.txt"
+
+
+def write_question(folder: Path, question: str) -> None:
+    """Write the episode's question text (a read-only file the sandbox binds at /inputs)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / QUESTION_FILE
+    path.write_text(question, encoding="utf-8")
+    path.chmod(0o444)
+
+
 def write_inputs(folder: Path, images: list[Image.Image], start: int = 0) -> None:
     """Write pictures as ``image_{start + 1}.bmp``, ... (read-only files the sandbox binds at /inputs)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -178,7 +190,7 @@ def run_python(code: str, inputs: Path, limits: SandboxLimits | None = None) -> 
     with tempfile.TemporaryDirectory(prefix="lookcloser-call-") as call:
         call_dir = Path(call)
         call_dir.chmod(0o755)
-        for path in sorted(inputs.glob("image_*.bmp")):
+        for path in [*sorted(inputs.glob("image_*.bmp")), inputs / QUESTION_FILE]:
             _copy_regular(path, call_dir / path.name)
         (call_dir / "code.py").write_text(code, encoding="utf-8")
         (call_dir / "code.py").chmod(0o444)

@@ -125,6 +125,10 @@ def main() -> None:
             images.append(img.copy())
     with open("/inputs/code.py", encoding="utf-8") as file:
         code = file.read()
+    question = ""
+    if os.path.exists("/inputs/question.txt"):
+        with open("/inputs/question.txt", encoding="utf-8") as file:
+            question = file.read()
     shown: list = []
     counted = [0]
 
@@ -135,7 +139,7 @@ def main() -> None:
         if len(shown) < limits["max_images"]:
             shown.append(picture)
 
-    namespace = {"__name__": "__main__", "images": images, "show": show,
+    namespace = {"__name__": "__main__", "images": images, "show": show, "question": question,
                  **{f"image_{i}": img for i, img in enumerate(images, start=1)}}
     result_fd = os.dup(1)  # the channel for the report, kept apart from what the code does to sys.stdout
     signal.signal(signal.SIGXCPU, lambda signum, frame: _finish(result_fd, nonce, "CPU time"))

@@ -110,9 +110,10 @@ def copy_errors(eval_dirs: list[str]) -> dict:
             question = " ".join(b.get("text", "") for b in messages[0]["content"] if b.get("type") == "text")
             calls = [c for m in messages if m["role"] == "assistant" for c in m.get("tool_calls") or []]
             code = "\n".join(c["function"]["arguments"].get("code", "") for c in calls)
-            if "CLOCKWISE" in question:  # the options, as the grammar writes them: name=[a,b,...]
+            if "CLOCKWISE" in question:  # the options: read from the question's text, or copied as a list
                 kind, wanted = "rotation_game", re.findall(r"\n[A-J]\. (\d+)°", question)
-                copied = any(re.findall(r"\d+", listed) == wanted for listed in re.findall(r"=\[([\d,]*)\]", code))
+                copied = "options(question)" in code or any(
+                    re.findall(r"\d+", listed) == wanted for listed in re.findall(r"=\[([\d,]*)\]", code))
             elif stated := re.search(r"n is (\d+) and m is (\d+)", question):  # the grid: changed(a,b,n,m or n,m=
                 kind, wanted = "spot_difference", stated.groups()
                 copied = wanted in re.findall(r"changed\(\w+,\s*\w+,\s*(\d+),\s*(\d+)", code) + re.findall(

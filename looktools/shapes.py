@@ -1,6 +1,9 @@
-"""Angles and choices: the tilt of a rotated picture, the option nearest a value, an option's letter."""
+"""Angles and choices: the tilt of a rotated picture, a question's options, the option nearest a value, an
+option's letter."""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
@@ -61,20 +64,40 @@ def tilt(img, fill=None) -> float:
     return round(angle, 1) % 90.0
 
 
-def nearest(value, options, period=None) -> int:
-    """The index of the option closest to ``value``; with ``period``, distance goes round (angles: 360).
+def nearest(value, options, period=None):
+    """The option closest to ``value``: its index in a list, or its key when the options are keyed by their
+    letters (``dict(A=140, B=30)``, written as the question lists them); with ``period``, distance goes round
+    (angles: 360).
 
-    >>> nearest(47, [90, 40, 60]), nearest(355, [90, 10, 180], period=360)
-    (1, 1)
+    >>> nearest(47, [90, 40, 60]), nearest(355, [90, 10, 180], period=360), nearest(52, dict(A=140, B=30), 90)
+    (1, 1, 'A')
     """
-    values = np.asarray(options, dtype=np.float64).ravel()
+    keys = list(options) if isinstance(options, dict) else None
+    values = np.asarray(list(options.values()) if keys is not None else options, dtype=np.float64).ravel()
     if values.size == 0:
         raise ValueError("nearest() needs at least one option")
     gap = np.abs(values - float(value))
     if period is not None:
         gap = np.mod(gap, float(period))
         gap = np.minimum(gap, float(period) - gap)
-    return int(np.argmin(gap))
+    best = int(np.argmin(gap))
+    return keys[best] if keys is not None else best
+
+
+# An option line as multiple-choice questions write them: "A. 140°", "B: 33%", "(C) 12", "D) 0.5".
+_OPTION = re.compile(r"^[ \t]*\(?([A-J])[.):][ \t]*(-?\d+(?:\.\d+)?)", re.MULTILINE)
+
+
+def options(text: str) -> dict:
+    """The numeric options a question lists, keyed by their letters, in order (``question`` in the tool).
+
+    >>> options("How many degrees?\\nA. 140°\\nB. 30°"), options("closest?\\nA: 33%\\nB: 4.5%")
+    ({'A': 140, 'B': 30}, {'A': 33, 'B': 4.5})
+    """
+    found = {key: float(value) if "." in value else int(value) for key, value in _OPTION.findall(str(text))}
+    if not found:
+        raise ValueError("options() found no lines like 'A. 140' in the text")
+    return found
 
 
 def letter(i) -> str:

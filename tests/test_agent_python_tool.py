@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -29,7 +30,8 @@ from testing.fake_endpoint import FakeEndpoint
 from testing.scripted import ScriptedLogitsProcessor
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
-CODE = "import numpy as np\nprint('PRINTED', image_1.size, int(np.asarray(image_1).mean()))"
+# What the code sees: its picture, and the question's text (``question``: its first word).
+CODE = "import numpy as np\nprint('PRINTED', image_1.size, int(np.asarray(image_1).mean()))\nprint('ASKED', *question.split()[:1])"
 
 
 def _tool_text(message: dict) -> str:
@@ -59,6 +61,7 @@ def test_an_endpoint_model_calling_python_reads_its_output_next_turn(tmp_path):
         cfg.model = endpoint.url
         metrics = evaluate(cfg)
     assert len(seen) == 2 and all("Output:\nPRINTED (" in text for text in seen)
+    assert all(re.search(r"\nASKED \S+\n", text) for text in seen)  # the benchmark record's question
     bench = metrics["benchmarks"]["tir_bench"]
     assert bench["n_failed"] == 0 and bench["agent"]["tool_errors"] == 0
     assert bench["tools_offered"] == ["adjust", "crop", "flip", "python", "rotate", "view_image", "zoom"]
@@ -83,9 +86,10 @@ def test_a_local_checkpoint_calling_python_reads_its_output_next_turn():
     policy = HFPolicy(model, processor, generation_kwargs={"logits_processor": forcing})
     image = Image.new("RGB", (96, 64), (100, 100, 100))
     (traj,) = run_episodes(policy, environment_class("tir_bench+python"), [{"question": "Grey?", "images": [image]}],
-                           max_turns=3, max_new_tokens_per_turn=120)
+                           max_turns=3, max_new_tokens_per_turn=200)
     assert traj.stop_reason == "answer" and (traj.tool_calls, traj.tool_errors) == (1, 0)
     assert "PRINTED (96, 64) 100" in prompts[-1]  # the printed output is in the next turn's input
+    assert "ASKED Grey?" in prompts[-1]  # the code reads the question's text
 
 
 def test_tool_sets_and_the_schema_the_model_sees():
@@ -169,7 +173,8 @@ def test_grpo_rollouts_call_python_through_trls_environment_factory(tiny_model_d
 
     build_synthetic(BUNDLED_IMAGES, tmp_path / "data", 1, SyntheticConfig(seed=5, tasks=("visual_search",)),
                     progress=False, environment="synthetic")
-    letter = json.loads((tmp_path / "data/TIR-Bench.json").read_text())[0]["answer"]
+    (record,) = json.loads((tmp_path / "data/TIR-Bench.json").read_text())
+    letter, first_word = record["answer"], record["prompt"].split()[0]
     script_args, config, model_args = grpo.parse_args([
         "recipes/grpo_synthetic.yaml", "--model_name_or_path", str(tiny_model_dir), "--output_dir", str(tmp_path / "grpo"),
         "--dataset_path", str(tmp_path / "data/grpo"), "--dataset_kind", "saved", "--environment", "synthetic",
@@ -194,6 +199,7 @@ def test_grpo_rollouts_call_python_through_trls_environment_factory(tiny_model_d
     assert log["tools/call_frequency"] == 1 and log["tools/failure_frequency"] == 0
     second = [text for turn, text in prompts if turn == 1]
     assert second and all("Output:\nPRINTED (" in text for text in second)
+    assert all(f"ASKED {first_word}\n" in text for text in second)  # the row's question, as TRL's reset passed it
     # the checkpoint records the environment its rollouts used, so that eval offers python again
     from lookcloser.agent.checkpoint_prompting import read_prompting
 

@@ -30,6 +30,7 @@ from lookcloser.looktools import (
     letter,
     mask_of,
     nearest,
+    options,
     pieces,
     pitch,
     share,
@@ -37,7 +38,8 @@ from lookcloser.looktools import (
     tilt,
 )
 
-API = {"COLOURS", "pixels", "diff", "grid", "changed", "tilt", "nearest", "letter", "pieces", "edge_cost",
+API = {"COLOURS", "pixels", "diff", "grid", "changed", "tilt", "nearest", "options", "letter", "pieces",
+       "edge_cost",
        "best_order", "binarise", "pitch", "shrink", "find", "bfs", "mask_of", "hue_name", "components", "share",
        "equalise"}  # docs/agent.md, "The image library"
 
@@ -159,9 +161,18 @@ def test_tilt_recovers_the_rotation_within_a_degree(angle, fill):
 
 
 def test_nearest_and_letter_answer_a_multiple_choice():
-    options = [90, 250, 35, 180, 310, 145]
-    assert letter(nearest(360 - 52, options, period=360)) == "E"
+    angles = [90, 250, 35, 180, 310, 145]
+    assert letter(nearest(360 - 52, angles, period=360)) == "E"
     assert nearest(3, [350, 20], period=360) == 0 and nearest(3, [350, 20]) == 1
+    # keyed by letter, as a question lists them: the key comes back, so no index is counted
+    assert nearest(360 - 52, dict(zip("ABCDEF", angles)), period=360) == "E"
+    assert nearest(50, {"C": 95, "F": 140}, period=90) == "F"
+    # the options read from the question's text, as TIR-Bench writes them
+    question = "How many degrees?\n\nA. 90°\nB. 250°\nC. 35°\nD. 180°\nE. 310°\nF. 145°"
+    assert options(question) == dict(zip("ABCDEF", angles))
+    assert nearest(308, options(question), period=360) == "E"
+    with pytest.raises(ValueError, match="found no lines"):
+        options("Which colour is it?")
     with pytest.raises(ValueError, match="from 0 to 9"):
         letter(10)
 
