@@ -405,7 +405,12 @@ def test_a_symlinked_input_is_never_followed(env, tmp_path):
     Image.new("RGB", (5, 5), (1, 2, 3)).save(secret)
     (env._input_folder() / "image_3.bmp").symlink_to(secret)  # a link among the episode's input files
     result = env.python("import os\nprint(sorted(os.listdir('/inputs')), len(images))")
-    assert "Output:\n['code.py', 'image_1.bmp', 'image_2.bmp'] 2" in _text(result)
+    assert "Output:\n['code.py', 'image_1.bmp', 'image_2.bmp', 'question.txt'] 2" in _text(result)
+    question = env._input_folder() / "question.txt"  # the question's text file, swapped for a link
+    question.unlink()
+    question.symlink_to(secret)
+    result = env.python("import os\nprint(sorted(os.listdir('/inputs')), repr(question))")
+    assert "Output:\n['code.py', 'image_1.bmp', 'image_2.bmp'] ''" in _text(result)
     assert secret.read_bytes()[:2] == b"BM" and _sandbox_uid_processes() == []
 
 
