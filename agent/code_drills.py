@@ -1,7 +1,8 @@
 """What a copy drill draws per task kind (``agent.code_oracle.copy_drill``): a question of the kind whose
-copied values (a stated grid, the options, the puzzle's size, the named colour) are drawn wider than the tasks
-draw them, the meta data the program grammar reads those values from, the line the last call prints (the
-answer repeats it) and the line a ``read`` plan's first call prints (its second program repeats it).
+values (a stated grid, the puzzle's size, the named colour, the options: programs read the last from the
+question's text) are drawn wider than the tasks draw them, the meta data the program grammar reads those
+values from, the line the last call prints (the answer repeats it) and the line a ``read`` plan's first call
+prints (its second program repeats it).
 
 A drill teaches the copies a trajectory makes, and nothing the pictures decide: every copy is drawn, so only a
 copy from the context lowers the loss. The cold start then learns the programs on real trajectories."""
