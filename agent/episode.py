@@ -9,7 +9,20 @@ from typing import Any, Protocol
 from PIL import Image
 
 # A row without a ``prompt`` asks its question in the first of these fields.
-QUESTION_KEYS = ("question", "query", "problem", "text")
+_QUESTION_KEYS = ("question", "query", "problem", "text")
+
+
+def row_prompt(example: dict):
+    """A row's prompt: its ``prompt`` (messages or a string), or else the first of its question fields that is
+    a string; None when it has neither.
+
+    >>> row_prompt({"query": "Where?", "text": 3}), row_prompt({"prompt": []}), row_prompt({})
+    ('Where?', [], None)
+    """
+    prompt = example.get("prompt")
+    if prompt is None:
+        prompt = next((example[k] for k in _QUESTION_KEYS if isinstance(example.get(k), str)), None)
+    return prompt
 
 
 def question_text(example: dict) -> str:
@@ -21,11 +34,9 @@ def question_text(example: dict) -> str:
     >>> question_text({"question": "How many?"}), question_text({})
     ('How many?', '')
     """
-    prompt = example.get("prompt")
-    if prompt is None:
-        prompt = next((example[k] for k in QUESTION_KEYS if isinstance(example.get(k), str)), "")
-    if isinstance(prompt, str):
-        return prompt
+    prompt = row_prompt(example)
+    if prompt is None or isinstance(prompt, str):
+        return prompt or ""
     users = [m for m in prompt if m.get("role") == "user"]
     content = users[-1].get("content", "") if users else ""
     if isinstance(content, str):

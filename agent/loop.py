@@ -25,7 +25,7 @@ from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 
 from lookcloser.agent.environments import env_class, tool_schemas
-from lookcloser.agent.episode import QUESTION_KEYS, Episode, Policy, image_blocks_in
+from lookcloser.agent.episode import Episode, Policy, image_blocks_in, row_prompt
 from lookcloser.agent.images import load_example_images
 from lookcloser.agent.parsing import has_unparsed_tool_call
 from lookcloser.agent.trajectory import Trajectory
@@ -58,9 +58,7 @@ def build_messages(example: dict, images: list, system_prompt: str | None = None
     >>> msgs
     [{'role': 'user', 'content': [{'type': 'text', 'text': 'Which?'}]}]
     """
-    prompt = example.get("prompt")
-    if prompt is None:
-        prompt = next((example[k] for k in QUESTION_KEYS if isinstance(example.get(k), str)), None)
+    prompt = row_prompt(example)
     if prompt is None:
         raise ValueError(f"example has no prompt or question field (keys: {sorted(example)})")
     messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else copy.copy(list(prompt))
