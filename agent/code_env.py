@@ -79,8 +79,8 @@ class PythonTool:
         """Run Python code on the images (numpy and PIL available). image_1, image_2, ... are the images as PIL
         images (image_1 is image_index 0); `question` is the question's text. print() results; show(img) returns
         a picture. Limits: 10 s, 1 GB; no network; nothing is kept between calls. `from looktools import *`
-        gives: diff, changed, grid, tilt, nearest, options, letter, pieces, best_order, binarise, pitch, shrink,
-        find, bfs, mask_of, components, share, hue_name, equalise (help(name) documents each).
+        gives: diff, changed, grid, stated_grid, tilt, nearest, options, letter, pieces, best_order, binarise, pitch,
+        shrink, find, bfs, mask_of, components, share, hue_name, equalise (help(name) documents each).
 
         Args:
             code: A complete Python program.

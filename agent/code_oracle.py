@@ -74,7 +74,7 @@ def copy_drill(item: SyntheticItem, trajectory: dict, rng: random.Random) -> dic
     ...                    random.Random(0))
     >>> drill["messages"][0]["content"][0]["text"][-17:]
     'n is 8 and m is 8'
-    >>> "8,8" in drill["messages"][1]["tool_calls"][0]["function"]["arguments"]["code"]
+    >>> "stated_grid(question)" in drill["messages"][1]["tool_calls"][0]["function"]["arguments"]["code"]
     True
     >>> drill["messages"][-2]["content"][0]["text"].split(), drill["messages"][-1]["content"][-27:]
     (['Output:', '34'], '</think><answer>34</answer>')

@@ -14,9 +14,9 @@ A plan's calls are written lazily (``Plan.stages``: each from the texts the earl
 a ``read`` trajectory copies what the picture gave, not what the generator knows. ``agent.code_oracle`` runs
 each call in the real sandbox while the data is built and keeps a plan only when it prints the gold answer.
 
-The values a program takes from the question (``facts``: a stated grid, the named colour) are the only
-copies; a question's options are read from its text (``options(question)``); the grid a picture shows, the
-tilt, the pieces' order and the path are computed.
+The values a program takes from the question (``facts``: the named colour, the puzzle's size) are the only
+copies; a question's options and a stated grid are read from its text (``options(question)``,
+``stated_grid(question)``); the grid a picture shows, the tilt, the pieces' order and the path are computed.
 """
 
 from __future__ import annotations
@@ -111,22 +111,24 @@ def _ordered(plans: list[Plan], rng: random.Random) -> list[Plan]:
 # ---- spot_difference ------------------------------------------------------------------------------------
 
 def _spot_plans(facts: dict, rng: random.Random) -> list[Plan]:
-    L, head = _prefix_and_imports(rng, ["changed", "grid"])
+    shown = facts.get("grid_shown")
+    L, head = _prefix_and_imports(rng, ["changed", "grid" if shown else "stated_grid"])
     a, b = rng.choice((("image_1", "image_2"), ("a", "b"), ("x", "y")))
     names = f"{a},{b}=image_1,image_2\n" if a != "image_1" else ""
     t, s = rng.choice(((60, 0.01), (50, 0.01), (80, 0.01), (60, 0.02), (40, 0.005)))
     extra = "" if (t, s) == (60, 0.01) else f",threshold={t},share={s}"
-    shown = facts.get("grid_shown")
     think = ("The grid is drawn on the pictures: I read its size from them, then compare the two pictures cell by "
-             "cell." if shown else "I compare the two pictures cell by cell on the stated grid.")
+             "cell." if shown else "The question states the grid: I read it from its text and compare the two "
+             "pictures cell by cell.")
     final = "The program printed the patches where the pictures differ."
 
     def program(n: str, m: str) -> str:
         return head + names + f"d={L}changed({a},{b},{n},{m}{extra})\n" + _listing(rng, "d")
 
-    def numpy_program(n: str, m: str) -> str:  # the same without the library
-        return ("import numpy as np\n" f"d=np.abs(np.int16(image_1)-np.int16(image_2)).sum(2)>{t}\nh,w=d.shape\n"
-                f"n,m={n},{m}\n"
+    def numpy_program() -> str:  # the same with numpy for the comparison
+        return ("import numpy as np\n" f"from looktools import stated_grid\n"
+                f"d=np.abs(np.int16(image_1)-np.int16(image_2)).sum(2)>{t}\nh,w=d.shape\n"
+                f"n,m=stated_grid(question)\n"
                 f"print(', '.join(str(r*m+c+1) for r in range(n) for c in range(m) "
                 f"if d[r*h//n:(r+1)*h//n,c*w//m:(c+1)*w//m].mean()>{s}))\n")
 
@@ -140,12 +142,14 @@ def _spot_plans(facts: dict, rng: random.Random) -> list[Plan]:
             lambda out: Call(f"The grid has {_ints(out[-1])[0]} rows and {_ints(out[-1])[1]} columns. "
                              "I compare the pictures cell by cell.", program(*map(str, _ints(out[-1])[:2])))), final))
         plans.append(Plan("fix", _fixed(rng, one, think, [("grd(", "grid("), ("image_0", "image_1")]), final))
-    else:
-        n, m = str(facts["rows"]), str(facts["cols"])
-        plans.append(Plan("one", (lambda _: Call(think, program(n, m)),), final))
-        plans.append(Plan("one", (lambda _: Call(think, numpy_program(n, m)),), final))
-        plans.append(Plan("fix", _fixed(rng, program(n, m), think,
-                                        [("chnged(", "changed("), ("image_0", "image_1"), ("imag_2", "image_2")]),
+    else:  # the stated grid is read from the question's text, not copied (a miscopied grid was a miss)
+        one = head + names + f"n,m={L}stated_grid(question)\n" + f"d={L}changed({a},{b},n,m{extra})\n" + _listing(rng, "d")
+        inline = head + names + f"d={L}changed({a},{b},*{L}stated_grid(question){extra})\n" + _listing(rng, "d")
+        plans.append(Plan("one", (lambda _: Call(think, one),), final))
+        plans.append(Plan("one", (lambda _: Call(think, inline),), final))
+        plans.append(Plan("one", (lambda _: Call(think, numpy_program()),), final))
+        plans.append(Plan("fix", _fixed(rng, one, think, [("chnged(", "changed("), ("image_0", "image_1"),
+                                                          ("imag_2", "image_2"), ("stated_grd(", "stated_grid(")]),
                           final))
     return _ordered(plans, rng)
 

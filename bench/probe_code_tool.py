@@ -11,8 +11,8 @@ the answer and no program can be exact (the bundled pictures often; the procedur
 there.
 
 ``copies``: reads the trajectories ``python -m eval`` saved and counts, per kind (spot_difference with a stated
-grid, rotation_game), the episodes whose programs never repeat the question's grid or options, and those whose
-answer is not the line the last program printed.
+grid, rotation_game), the episodes whose programs neither read (``stated_grid(question)``, ``options(question)``)
+nor repeat the question's grid or options, and those whose answer is not the line the last program printed.
 
 Prints one JSON object.
 
@@ -114,9 +114,9 @@ def copy_errors(eval_dirs: list[str]) -> dict:
                 kind, wanted = "rotation_game", re.findall(r"\n[A-J]\. (\d+)°", question)
                 copied = "options(question)" in code or any(
                     re.findall(r"\d+", listed) == wanted for listed in re.findall(r"=\[([\d,]*)\]", code))
-            elif stated := re.search(r"n is (\d+) and m is (\d+)", question):  # the grid: changed(a,b,n,m or n,m=
+            elif stated := re.search(r"n is (\d+) and m is (\d+)", question):  # the grid: read, changed(a,b,n,m or n,m=
                 kind, wanted = "spot_difference", stated.groups()
-                copied = wanted in re.findall(r"changed\(\w+,\s*\w+,\s*(\d+),\s*(\d+)", code) + re.findall(
+                copied = "stated_grid(question)" in code or wanted in re.findall(r"changed\(\w+,\s*\w+,\s*(\d+),\s*(\d+)", code) + re.findall(
                     r"n,\s*m\s*=\s*(\d+),\s*(\d+)", code)
             else:
                 continue

@@ -13,9 +13,11 @@ from .compare import changed, diff, grid
 from .jigsaw import best_order, edge_cost, pieces
 from .maze import bfs, find, pitch, shrink
 from .pictures import COLOURS, binarise, components, equalise, hue_name, mask_of, pixels, share
-from .shapes import letter, nearest, options, tilt
+from .shapes import letter, nearest, tilt
+from .text import options, stated_grid
 
 __all__ = [  # sorted (ruff RUF022); the API of docs/agent.md, "The image library"
     "COLOURS", "best_order", "bfs", "binarise", "changed", "components", "diff", "edge_cost", "equalise", "find",
-    "grid", "hue_name", "letter", "mask_of", "nearest", "options", "pieces", "pitch", "pixels", "share", "shrink", "tilt",
+    "grid", "hue_name", "letter", "mask_of", "nearest", "options", "pieces", "pitch", "pixels", "share", "shrink",
+    "stated_grid", "tilt",
 ]

@@ -1,9 +1,6 @@
-"""Angles and choices: the tilt of a rotated picture, a question's options, the option nearest a value, an
-option's letter."""
+"""Angles and choices: the tilt of a rotated picture, the option nearest a value, an option's letter."""
 
 from __future__ import annotations
-
-import re
 
 import numpy as np
 
@@ -82,22 +79,6 @@ def nearest(value, options, period=None):
         gap = np.minimum(gap, float(period) - gap)
     best = int(np.argmin(gap))
     return keys[best] if keys is not None else best
-
-
-# An option line as multiple-choice questions write them: "A. 140°", "B: 33%", "(C) 12", "D) 0.5".
-_OPTION = re.compile(r"^[ \t]*\(?([A-J])[.):][ \t]*(-?\d+(?:\.\d+)?)", re.MULTILINE)
-
-
-def options(text: str) -> dict:
-    """The numeric options a question lists, keyed by their letters, in order (``question`` in the tool).
-
-    >>> options("How many degrees?\\nA. 140°\\nB. 30°"), options("closest?\\nA: 33%\\nB: 4.5%")
-    ({'A': 140, 'B': 30}, {'A': 33, 'B': 4.5})
-    """
-    found = {key: float(value) if "." in value else int(value) for key, value in _OPTION.findall(str(text))}
-    if not found:
-        raise ValueError("options() found no lines like 'A. 140' in the text")
-    return found
 
 
 def letter(i) -> str:

@@ -109,8 +109,8 @@ def test_shown_grids_are_read_from_the_picture_not_the_question(built):
 
 @needs_bwrap
 def test_copy_drills_repeat_the_questions_values_and_the_printed_lines_all_drawn(built):
-    """Two drills per python trajectory, of every kind: the program repeats what the drawn question states
-    (grid, options, size, colour), a read plan's second program repeats what its first printed, and the
+    """Two drills per python trajectory, of every kind: the program reads what the drawn question states
+    (grid, options) from its text or repeats it (size, colour), a read plan's second program repeats what its first printed, and the
     answer repeats the last printed line."""
     _, trajectories, drills = built
     assert sorted(d["id"] for d in drills) == sorted(f"{r['id']}-drill" for r in trajectories for _ in range(2))
@@ -125,7 +125,8 @@ def test_copy_drills_repeat_the_questions_values_and_the_printed_lines_all_drawn
         if len(codes) == 2:
             assert re.findall(r"\d+", printed[0])[0] in codes[1]
         if stated := re.search(r"n is (\d+) and m is (\d+)$", asked):
-            assert re.search(rf"(n,m=|,){stated[1]},{stated[2]}\b", codes[-1].replace(" ", ""))
+            assert "stated_grid(question)" in codes[-1]  # read from the question's text, not copied
+            assert f"{stated[1]},{stated[2]}" not in codes[-1].replace(" ", "")
             drawn.add(stated.groups())
         elif options := re.findall(r"^[A-J]\. (\d+)°$", asked, re.MULTILINE):
             assert "options(question)" in codes[-1]  # read from the question's text, not copied

@@ -35,11 +35,12 @@ from lookcloser.looktools import (
     pitch,
     share,
     shrink,
+    stated_grid,
     tilt,
 )
 
 API = {"COLOURS", "pixels", "diff", "grid", "changed", "tilt", "nearest", "options", "letter", "pieces",
-       "edge_cost",
+       "edge_cost", "stated_grid",
        "best_order", "binarise", "pitch", "shrink", "find", "bfs", "mask_of", "hue_name", "components", "share",
        "equalise"}  # docs/agent.md, "The image library"
 
@@ -173,6 +174,11 @@ def test_nearest_and_letter_answer_a_multiple_choice():
     assert nearest(308, options(question), period=360) == "E"
     with pytest.raises(ValueError, match="found no lines"):
         options("Which colour is it?")
+    # the grid a spot-the-difference question states, in TIR-Bench's words and the generator's own
+    from lookcloser.data_builders.tir_items import spot_difference_prompt
+    assert stated_grid(spot_difference_prompt(4, 3)) == (4, 3)
+    with pytest.raises(ValueError, match="found no grid"):
+        stated_grid("The two images are divided into a grid of patches by the black lines drawn on them")
     with pytest.raises(ValueError, match="from 0 to 9"):
         letter(10)
 
