@@ -265,8 +265,8 @@ class Kind:
 
 
 KINDS = {
-    "spot_difference": Kind(lambda meta: {"rows": meta["rows"], "cols": meta["cols"],
-                                          "grid_shown": bool(meta.get("grid_shown"))}, _spot_plans),
+    # The grid is read (from the picture, or from the question's text), so nothing of it is copied.
+    "spot_difference": Kind(lambda meta: {"grid_shown": bool(meta.get("grid_shown"))}, _spot_plans),
     # Square pictures look alike a quarter turn on: options 90 degrees apart tie and the first is printed.
     "rotation_game": Kind(lambda meta: {"options": meta["options"]}, _rotation_plans, exact=False),
     # The bundled pictures (two flat colours each) often cut into identical pieces that can swap places: no
