@@ -1,8 +1,8 @@
 """What a copy drill draws per task kind (``agent.code_oracle.copy_drill``): a question of the kind whose
-values (a stated grid, the puzzle's size, the named colour, the options: programs read the last from the
-question's text) are drawn wider than the tasks draw them, the meta data the program grammar reads those
-values from, the line the last call prints (the answer repeats it) and the line a ``read`` plan's first call
-prints (its second program repeats it).
+values (a stated grid, the puzzle's size, the named colour, the options: programs read the grid and the
+options from the question's text) are drawn wider than the tasks draw them, the meta data the program grammar
+reads the copied values from, the line the last call prints (the answer repeats it) and the line a ``read``
+plan's first call prints (its second program repeats it).
 
 A drill teaches the copies a trajectory makes, and nothing the pictures decide: every copy is drawn, so only a
 copy from the context lowers the loss. The cold start then learns the programs on real trajectories."""
@@ -47,12 +47,12 @@ def _spot_difference(rng: random.Random) -> Drill:
     cells = sorted(rng.sample(range(1, rows * cols + 1), rng.randint(1, min(DRILL_MAX_PATCHES, rows * cols))))
     shown = rng.random() < 0.5
     return Drill(GRID_SHOWN_PROMPT if shown else spot_difference_prompt(rows, cols),
-                 {"rows": rows, "cols": cols, "grid_shown": shown}, ", ".join(map(str, cells)), f"({rows}, {cols})")
+                 {"grid_shown": shown}, ", ".join(map(str, cells)), f"({rows}, {cols})")
 
 
 def _rotation(rng: random.Random) -> Drill:
     options = rng.sample(ROTATION_ANGLES, rng.randint(*DRILL_OPTIONS))
-    return Drill(rotation_prompt(options), {"options": options}, rng.choice(LETTERS[:len(options)]),
+    return Drill(rotation_prompt(options), {}, rng.choice(LETTERS[:len(options)]),
                  f"{rng.uniform(0, 90):.1f}")
 
 
@@ -74,7 +74,7 @@ def _color(rng: random.Random) -> Drill:
 def _refcoco(rng: random.Random) -> Drill:
     colour, shape, share = rng.choice(list(COLOURS)), rng.choice(SHAPES), rng.randint(1, 99)
     options = refcoco_options(rng, share)
-    return Drill(refcoco_prompt(colour, shape, options), {"colour": colour, "options": options},
+    return Drill(refcoco_prompt(colour, shape, options), {"colour": colour},
                  rng.choice(LETTERS[:len(options)]), str(share))
 
 

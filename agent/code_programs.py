@@ -268,13 +268,13 @@ KINDS = {
     # The grid is read (from the picture, or from the question's text), so nothing of it is copied.
     "spot_difference": Kind(lambda meta: {"grid_shown": bool(meta.get("grid_shown"))}, _spot_plans),
     # Square pictures look alike a quarter turn on: options 90 degrees apart tie and the first is printed.
-    "rotation_game": Kind(lambda meta: {"options": meta["options"]}, _rotation_plans, exact=False),
+    "rotation_game": Kind(lambda meta: {}, _rotation_plans, exact=False),  # the options: options(question)
     # The bundled pictures (two flat colours each) often cut into identical pieces that can swap places: no
     # program is exact there. On the procedural pictures every piece is unique (tests/test_code_programs.py).
     "jigsaw": Kind(lambda meta: {"n": meta["difficulty"]}, _jigsaw_plans, exact=False),
     "maze": Kind(lambda meta: {}, _maze_plans),
     "color": Kind(lambda meta: {"colour": meta["colour"]}, _color_plans),
-    "refcoco": Kind(lambda meta: {"colour": meta["colour"], "options": meta["options"]}, _refcoco_plans),
+    "refcoco": Kind(lambda meta: {"colour": meta["colour"]}, _refcoco_plans),
 }
 
 

@@ -114,10 +114,10 @@ def copy_errors(eval_dirs: list[str]) -> dict:
                 kind, wanted = "rotation_game", re.findall(r"\n[A-J]\. (\d+)°", question)
                 copied = "options(question)" in code or any(
                     re.findall(r"\d+", listed) == wanted for listed in re.findall(r"=\[([\d,]*)\]", code))
-            elif stated := re.search(r"n is (\d+) and m is (\d+)", question):  # the grid: read, changed(a,b,n,m or n,m=
-                kind, wanted = "spot_difference", stated.groups()
-                copied = "stated_grid(question)" in code or wanted in re.findall(r"changed\(\w+,\s*\w+,\s*(\d+),\s*(\d+)", code) + re.findall(
-                    r"n,\s*m\s*=\s*(\d+),\s*(\d+)", code)
+            elif stated := re.search(r"n is (\d+) and m is (\d+)", question):  # the grid: read, or copied
+                kind, wanted = "spot_difference", stated.groups()  # into changed(a,b,n,m or n,m=
+                copied = "stated_grid(question)" in code or wanted in re.findall(
+                    r"changed\(\w+,\s*\w+,\s*(\d+),\s*(\d+)", code) + re.findall(r"n,\s*m\s*=\s*(\d+),\s*(\d+)", code)
             else:
                 continue
             results = [m for m in messages if m["role"] == "tool"]

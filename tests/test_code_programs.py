@@ -110,8 +110,8 @@ def test_shown_grids_are_read_from_the_picture_not_the_question(built):
 @needs_bwrap
 def test_copy_drills_repeat_the_questions_values_and_the_printed_lines_all_drawn(built):
     """Two drills per python trajectory, of every kind: the program reads what the drawn question states
-    (grid, options) from its text or repeats it (size, colour), a read plan's second program repeats what its first printed, and the
-    answer repeats the last printed line."""
+    (grid, options) from its text or repeats it (size, colour), a read plan's second program repeats what its
+    first printed, and the answer repeats the last printed line."""
     _, trajectories, drills = built
     assert sorted(d["id"] for d in drills) == sorted(f"{r['id']}-drill" for r in trajectories for _ in range(2))
     drawn, shapes = set(), set()
