@@ -144,7 +144,8 @@ def direct_trajectory(trajectory: dict) -> dict:
 
 def build_synthetic(image_dir: str | Path, out_dir: str | Path, count: int, cfg: SyntheticConfig | None = None, *,
                     fmt: str = "hf", report=None, max_pixels: int | None = None, progress: bool = True,
-                    environment: str = "tir_bench", direct_ratio: float = 0.0, copy_drills: int = 0) -> dict:
+                    environment: str = "tir_bench", direct_ratio: float = 0.0, copy_drills: int = 0,
+                    sft_share: dict[str, float] | None = None) -> dict:
     """Write the TIR-Bench JSON + images, the GRPO prompt data set and the oracle SFT data set.
 
     Layout: ``TIR-Bench.json`` (also as ``tir_synthetic.json``) and ``data/{task}/`` (TIR-Bench's own layout: the JSON's image
@@ -157,6 +158,9 @@ def build_synthetic(image_dir: str | Path, out_dir: str | Path, count: int, cfg:
     without a tool (``direct_trajectory``); ``look/`` and ``grpo/`` keep every task.
     ``copy_drills``: per python-tool trajectory, that many ``agent.code_oracle.copy_drill`` records in
     ``copy/`` (drawn with the config's seed): the warm-up on its copies before the cold start.
+    ``sft_share``: per task kind, the share of its solved items (drawn with the config's seed) whose
+    trajectory goes into ``sft/``; the others still make their ``grpo/`` row, drills and ``look/`` record, so
+    the cold start leaves that kind partly to GRPO. Kinds not named: every trajectory.
     What an earlier build wrote there is removed first, and a build that fails or is interrupted
     removes what it wrote (``BUILD_ENTRIES``).
     """
@@ -168,7 +172,7 @@ def build_synthetic(image_dir: str | Path, out_dir: str | Path, count: int, cfg:
     try:
         return _build_synthetic(image_dir, out, count, cfg, fmt=fmt, report=report, max_pixels=max_pixels,
                                 progress=progress, environment=environment, direct_ratio=direct_ratio,
-                                copy_drills=copy_drills)
+                                copy_drills=copy_drills, sft_share=sft_share or {})
     except BaseException:  # failed or Ctrl-C: no half-built folder (its images would look like a build)
         remove_build(out)
         for folder in made:
@@ -194,7 +198,7 @@ def remove_build(out: Path) -> None:
 
 def _build_synthetic(image_dir, out: Path, count: int, cfg: SyntheticConfig | None, *, fmt: str, report,
                      max_pixels: int | None, progress: bool, environment: str, direct_ratio: float,
-                     copy_drills: int) -> dict:
+                     copy_drills: int, sft_share: dict[str, float]) -> dict:
     from tqdm import tqdm
 
     from lookcloser.agent.code_oracle import copy_drill
@@ -206,6 +210,8 @@ def _build_synthetic(image_dir, out: Path, count: int, cfg: SyntheticConfig | No
     records, looks, drills = [], [], []
     direct = random.Random(f"direct-{(cfg or SyntheticConfig()).seed}")
     drill_rng = random.Random(f"drill-{(cfg or SyntheticConfig()).seed}")
+    # Its own stream, drawn only for the named kinds: the other rows, drills and looks are those of a build without it.
+    thin = random.Random(f"sft-share-{(cfg or SyntheticConfig()).seed}")
     with DatasetWriter(out / "grpo", grpo_features(), fmt=fmt) as grpo, \
             DatasetWriter(out / "sft", sft_features(), fmt=fmt, batch_rows=200) as sft:
         items = generate_items(image_dir, out, count, cfg, report=report, max_pixels=max_pixels)
@@ -215,7 +221,9 @@ def _build_synthetic(image_dir, out: Path, count: int, cfg: SyntheticConfig | No
             if (solved := oracle_trajectory(item, out, environment)) is None:
                 continue  # the GRPO row stays: the policy may still get it right
             trajectory = {**solved, "tools": tools_json}
-            sft.add(direct_trajectory(trajectory) if direct.random() < direct_ratio else trajectory)
+            answer_at_once = direct.random() < direct_ratio
+            if item.record["task"] not in sft_share or thin.random() < sft_share[item.record["task"]]:
+                sft.add(direct_trajectory(trajectory) if answer_at_once else trajectory)
             if (look := look_record(item, trajectory)) is not None:
                 looks.append(look)
             drills += [d for _ in range(copy_drills) if (d := copy_drill(item, trajectory, drill_rng)) is not None]

@@ -44,6 +44,8 @@ MISTAKES = [
     ([*GRPO, "--environment", "cropp"], "environment: unknown name 'cropp'; did you mean crop?"),
     ([*TOOL_TASKS, "--direct_ratio", "1.5"], "direct_ratio must be between 0 and 1, got 1.5"),
     ([*TOOL_TASKS, "--copy_drills", "2"], "copy_drills: environment 'crop' has no python tool"),
+    ([*TOOL_TASKS, "--sft_share", "visual_serch=0.5"], "sft_share: unknown name 'visual_serch'; did you mean visual_search?"),
+    ([*TOOL_TASKS, "--sft_share", "visual_search=2"], "sft_share visual_search must be between 0 and 1, got 2.0"),
     # A kind no image tool solves: refused for an environment without python, before anything is built.
     ([*TOOL_TASKS, "--tasks", "maze", "color"], "tasks: maze, color are solved with the python tool"),
     ([*BUILD, "heldout", "--out", "o", "--seed", "9009", "--tir_pictures", "photo"], "tir_pictures: unknown name 'photo'"),

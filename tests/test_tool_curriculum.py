@@ -65,6 +65,28 @@ def test_direct_ratio_mixes_answers_without_a_tool_into_the_training_cold_start(
                                 model_name_or_path=str(tiny_model_dir)))
 
 
+def test_sft_share_leaves_part_of_a_kind_to_grpo_and_changes_nothing_else(tmp_path, tiny_model_dir):
+    """``sft_share``: the cold start gets a share of a kind's trajectories; the GRPO prompts, the look
+    records and the trajectories it keeps are those of the same build without it."""
+    import pytest
+    from datasets import load_from_disk
+
+    from lookcloser.data_builders.commands.tool_tasks import ToolTaskArguments, build
+
+    def built(folder, **kw):
+        out = build(ToolTaskArguments(output_dir=str(tmp_path / folder), count=12, heldout_count=0,
+                                      model_name_or_path=str(tiny_model_dir), **kw))["train"]
+        return {s: load_from_disk(str(out / s)) for s in ("sft", "grpo", "look")}
+
+    every, part = built("every"), built("part", sft_share=["visual_search=0.5"])
+    kept = {r["id"]: r["messages"] for r in part["sft"]}
+    assert 0 < len(kept) < len(every["sft"]) == 12
+    assert all(kept[r["id"]] == r["messages"] for r in every["sft"] if r["id"] in kept)
+    assert len(part["grpo"]) == len(part["look"]) == 12 and part["grpo"]["prompt"] == every["grpo"]["prompt"]
+    with pytest.raises(ValueError, match="sft_share: every task's share is 0"):
+        ToolTaskArguments(sft_share=["visual_search=0"])
+
+
 def test_replay_mixes_an_earlier_stage_s_records_in_after_the_stage_s_own(tmp_path, tiny_model_dir):
     """The pipeline's look and cold-start stages replay MIR stage 4: the tool records first, unchanged, then
     the replayed MIR records in the same columns, with no tool schemas (templated as their own stage was)."""

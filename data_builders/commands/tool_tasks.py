@@ -46,6 +46,10 @@ class ToolTaskArguments:
     direct_ratio: float = field(default=0.0, metadata={
         "help": "Share of the training cold-start trajectories that answer at once, without a tool (0-1): a "
                 "cold start that has seen both ways to answer, for GRPO to find which pays."})
+    sft_share: list[str] = field(default_factory=list, metadata={
+        "help": "KIND=SHARE (0-1): only that share of KIND's items (drawn with the seed) get a cold-start trajectory "
+                "in sft/; every item stays a GRPO prompt (and its drills), so GRPO has that kind left to learn. "
+                "Default: every solved item of every kind."})
     copy_drills: int = field(default=0, metadata={
         "help": "Per python-tool trajectory, this many copy drills in train/copy (what it copies from the question, "
                 "from a first call's printed line, and the printed line into the answer, all drawn at random; no "
@@ -65,6 +69,7 @@ class ToolTaskArguments:
         check_range("search_grid", self.search_grid, 0)
         check_range("direct_ratio", self.direct_ratio, 0, 1)
         check_range("copy_drills", self.copy_drills, 0)
+        self.sft_shares = sft_shares(self.sft_share, self.tasks)
         if self.copy_drills:  # drills come from python trajectories only: none would leave the copy stage no data
             from lookcloser.agent.code_programs import KINDS
             from lookcloser.agent.toolkit import tool_names
@@ -78,6 +83,44 @@ class ToolTaskArguments:
         if self.heldout_count > 0:
             check_seed(self.heldout_seed, "heldout_seed")
         check_training_seed(self.seed)
+
+
+def sft_shares(pairs: list[str], tasks: list[str]) -> dict[str, float]:
+    """``sft_share``'s ``KIND=SHARE`` pairs as a dict, each kind one of ``tasks`` and each share in 0-1.
+
+    >>> sft_shares(["color=0.25"], ["maze", "color"])
+    {'color': 0.25}
+    >>> sft_shares(["colour=0.25"], ["maze", "color"])
+    Traceback (most recent call last):
+    ...
+    lookcloser.errors.RecipeError: sft_share: unknown name 'colour'; did you mean color? (choose from maze, color)
+    >>> sft_shares(["color"], ["color"])
+    Traceback (most recent call last):
+    ...
+    lookcloser.errors.RecipeError: sft_share: 'color' is not KIND=SHARE (e.g. color=0.25)
+    >>> sft_shares(["color=0", "maze=0"], ["maze", "color"])
+    Traceback (most recent call last):
+    ...
+    lookcloser.errors.RecipeError: sft_share: every task's share is 0, which leaves the cold start no rows
+    """
+    from lookcloser.checks import check_names, check_range
+    from lookcloser.errors import RecipeError
+
+    shares = {}
+    for pair in pairs:
+        kind, sep, value = pair.partition("=")
+        try:
+            share = float(value) if sep else None
+        except ValueError:
+            share = None
+        if share is None:
+            raise RecipeError(f"sft_share: {pair!r} is not KIND=SHARE (e.g. color=0.25)")
+        check_names("sft_share", [kind], tasks)
+        check_range(f"sft_share {kind}", share, 0, 1)
+        shares[kind] = share
+    if all(shares.get(kind) == 0 for kind in tasks):
+        raise RecipeError("sft_share: every task's share is 0, which leaves the cold start no rows")
+    return shares
 
 
 def model_pixels(name_or_path: str) -> int:
@@ -106,14 +149,15 @@ def build(args: ToolTaskArguments) -> dict[str, Path]:
                           pictures=pictures)
     settings = {"source": str(source.resolve()) if source else pictures, "count": args.count,
                 "environment": args.environment, **({"direct_ratio": args.direct_ratio} if args.direct_ratio else {}),
-                **({"copy_drills": args.copy_drills} if args.copy_drills else {}), **config_settings(cfg)}
+                **({"copy_drills": args.copy_drills} if args.copy_drills else {}),
+                **({"sft_share": args.sft_shares} if args.sft_shares else {}), **config_settings(cfg)}
     # The held-out split comes from the one held-out writer (fresh pictures from its own seed).
     heldout = {"heldout_seed": args.heldout_seed, "heldout_count": args.heldout_count, "tasks": list(args.tasks),
                "model_pixels": pixels, "writer": "data_builders.heldout",
                **({"tir_pictures": pictures} if pictures != "folder" else {})}
     for split, wanted, make in (("train", settings, lambda target: build_synthetic(
             source, target, args.count, cfg, progress=False, environment=args.environment,
-            direct_ratio=args.direct_ratio, copy_drills=args.copy_drills)), ("heldout", heldout, lambda target: write_heldout(
+            direct_ratio=args.direct_ratio, copy_drills=args.copy_drills, sft_share=args.sft_shares)), ("heldout", heldout, lambda target: write_heldout(
             target, args.heldout_seed, ("tir_bench",), tir_count=args.heldout_count, tir_tasks=tuple(args.tasks),
             model_pixels=pixels, tir_pictures=pictures))):
         if split == "heldout" and args.heldout_count <= 0:
