@@ -47,9 +47,9 @@ class ToolTaskArguments:
         "help": "Share of the training cold-start trajectories that answer at once, without a tool (0-1): a "
                 "cold start that has seen both ways to answer, for GRPO to find which pays."})
     sft_share: list[str] = field(default_factory=list, metadata={
-        "help": "KIND=SHARE (0-1): only that share of KIND's items (drawn with the seed) get a cold-start trajectory "
-                "in sft/; every item stays a GRPO prompt (and its drills), so GRPO has that kind left to learn. "
-                "Default: every solved item of every kind."})
+        "help": "KIND=SHARE (0-1): only that share of KIND's trajectories (drawn with the seed) go into the cold "
+                "start (sft/); every item stays a GRPO prompt (and its drills), so GRPO has that kind left to "
+                "learn. Default: every solved item of every kind."})
     copy_drills: int = field(default=0, metadata={
         "help": "Per python-tool trajectory, this many copy drills in train/copy (what it copies from the question, "
                 "from a first call's printed line, and the printed line into the answer, all drawn at random; no "
