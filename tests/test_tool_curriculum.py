@@ -119,6 +119,8 @@ def test_code_curriculum_plan_offers_python_and_holds_out_a_reserved_seed():
     assert data.config["environment"] == "crop+python" and data.config["images"] == "procedural"
     assert data.config["tasks"] == ["spot_difference", "rotation_game", "jigsaw", "maze", "color"]
     assert data.config["copy_drills"] > 0 and copy.config["dataset_path"].endswith("data/train/copy")
+    # Two kinds thinned in the cold start and every prompt in GRPO, so GRPO has them left to learn (item 5).
+    assert data.config["sft_share"] == ["color=0.25", "maze=0.25"] and grpo.config["max_steps"] == 48
     assert sft.config["model_name_or_path"] == str(copy.output_dir)
     assert with_tool_set(grpo.config["environment"], grpo.config["tool_set"]) == "crop+python"
     assert grpo.config["model_name_or_path"] == str(sft.output_dir) and evaluation.config["stages"] == ["sft", "grpo"]
